@@ -1,0 +1,29 @@
+"""Pick the device and the precision a predictor runs at."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+Precision = Literal["fp32", "fp16", "bf16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "fp16", "bf16")
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def choose_device(gpu_ids: list[int] | None = None) -> torch.device:
+    """The CUDA device this worker was given (first of ``gpu_ids``), or CPU when there is none."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    if gpu_ids:
+        # Engines that set CUDA_VISIBLE_DEVICES (Ray) renumber from 0; Spark passes real ids.
+        index = gpu_ids[0] if gpu_ids[0] < torch.cuda.device_count() else 0
+        return torch.device("cuda", index)
+    return torch.device("cuda", 0)
+
+
+def default_precision(device: torch.device) -> Precision:
+    """bf16 on GPUs that have it (Ampere+), fp16 on older GPUs, fp32 on CPU."""
+    if device.type != "cuda":
+        return "fp32"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"

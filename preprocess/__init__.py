@@ -1,0 +1,23 @@
+"""Bytes -> pixels: the one preprocessing every engine runs.
+
+Decode an encoded image (JPEG, PNG, WebP, ...) or take raw uint8 pixels, then resize and
+center-crop to the model's eval size as uint8 HWC. Normalisation happens on the device
+(see ``inference.predictor``), so what crosses the wire is 1 byte per channel.
+
+No engine imports here: Ray, Spark and SageMaker all call ``preprocess_batch``.
+"""
+
+from preprocess.batch import PreprocessedBatch, preprocess_batch
+from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw
+from preprocess.transform import EvalSize, resize_center_crop
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "EvalSize",
+    "ImageError",
+    "PreprocessedBatch",
+    "decode_image",
+    "pixels_from_raw",
+    "preprocess_batch",
+    "resize_center_crop",
+]

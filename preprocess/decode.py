@@ -1,0 +1,106 @@
+"""Decode image bytes into an RGB ``PIL.Image``, refusing what cannot be classified.
+
+Use ``decode_image`` for encoded bytes and ``pixels_from_raw`` for the reference benchmark's
+pre-decoded uint8 arrays. Every refusal is an ``ImageError`` whose message becomes the
+output row's ``error``; nothing here raises anything else for bad data.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+# Pillow's own bomb threshold (about 89.5 MP): 12 MP photos and most panoramas pass; a tiny
+# file that claims billions of pixels is refused from its header, before any pixel is decoded.
+DEFAULT_MAX_PIXELS = Image.MAX_IMAGE_PIXELS
+
+# Modes Pillow's convert("RGB") maps faithfully: grayscale, palette, alpha (dropped, as
+# torchvision's loader does), CMYK, YCbCr, 1-bit.
+_CONVERTIBLE_MODES = {"RGB", "RGBA", "RGBX", "L", "LA", "P", "PA", "CMYK", "YCbCr", "1", "La", "RGBa"}
+# High bit-depth modes: Pillow's convert("RGB") clips these instead of scaling, so scale here.
+_WIDE_MODE_SCALE = {"I;16": 1 / 257, "I;16L": 1 / 257, "I;16B": 1 / 257, "I;16N": 1 / 257, "I": 1 / 257, "F": 1.0}
+
+
+class ImageError(ValueError):
+    """An image that cannot be classified; the message says why and becomes ``error``."""
+
+
+def decode_image(data: bytes, *, min_size: int = 0, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+    """Decode encoded image bytes to an RGB image.
+
+    ``min_size``: the smallest short side the caller needs; JPEGs much larger than it are
+    decoded at reduced size by libjpeg's DCT scaling (``Image.draft``), which is several
+    times faster than a full decode followed by a downscale.
+    """
+    if not data:
+        raise ImageError("empty image: the image cell has no bytes")
+    image = _open(data)
+    _check_pixel_count(image, max_pixels)
+    if min_size and image.format == "JPEG":
+        _draft_to(image, min_size)
+    try:
+        image.load()
+    except (OSError, SyntaxError, ValueError) as e:  # Pillow's truncated/corrupt stream errors
+        raise ImageError(f"undecodable {image.format or 'image'}: {e}") from e
+    return _to_rgb(image)
+
+
+def pixels_from_raw(pixels: np.ndarray | bytes, shape: tuple[int, int, int]) -> Image.Image:
+    """Wrap raw uint8 HWC pixels (the reference benchmark's format) as an RGB image."""
+    array = np.frombuffer(pixels, dtype=np.uint8) if isinstance(pixels, (bytes, bytearray, memoryview)) else pixels
+    expected = int(np.prod(shape))
+    if array.size != expected:
+        raise ImageError(f"raw pixels: got {array.size} values, expected {expected} for shape {shape}")
+    array = np.ascontiguousarray(array, dtype=np.uint8).reshape(shape)
+    if shape[2] == 1:
+        array = np.repeat(array, 3, axis=2)
+    elif shape[2] != 3:
+        raise ImageError(f"raw pixels: {shape[2]} channels, expected 1 or 3")
+    return Image.fromarray(array, "RGB")
+
+
+def _open(data: bytes) -> Image.Image:
+    try:
+        with warnings.catch_warnings():
+            # Our own pixel limit below decides; Pillow's warning would only add noise.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:
+        raise ImageError(f"decompression bomb refused: {e}") from e
+    except UnidentifiedImageError as e:
+        raise ImageError(f"undecodable image: not a recognised image format ({len(data)} bytes)") from e
+    except (OSError, SyntaxError, ValueError) as e:
+        raise ImageError(f"undecodable image: {e}") from e
+
+
+def _check_pixel_count(image: Image.Image, max_pixels: int) -> None:
+    width, height = image.size
+    if width < 1 or height < 1:
+        raise ImageError(f"undecodable {image.format}: invalid size {width}x{height}")
+    if width * height > max_pixels:
+        raise ImageError(
+            f"decompression bomb refused: {image.format} claims {width}x{height} = "
+            f"{width * height:,} pixels, over the limit of {max_pixels:,}"
+        )
+
+
+def _draft_to(image: Image.Image, min_size: int) -> None:
+    """Ask libjpeg for the smallest DCT scale (1/2, 1/4, 1/8) whose short side is >= min_size."""
+    width, height = image.size
+    scale = min_size / min(width, height)
+    if scale < 0.5:
+        image.draft("RGB", (int(np.ceil(width * scale)), int(np.ceil(height * scale))))
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    if image.mode == "RGB":
+        return image
+    if image.mode in _CONVERTIBLE_MODES:
+        return image.convert("RGB")
+    if image.mode in _WIDE_MODE_SCALE:
+        gray = np.asarray(image, dtype=np.float32) * _WIDE_MODE_SCALE[image.mode]
+        return Image.fromarray(np.clip(gray + 0.5, 0, 255).astype(np.uint8), "L").convert("RGB")
+    raise ImageError(f"unsupported image mode {image.mode!r} ({image.format})")

@@ -1,0 +1,61 @@
+"""What a finished job tells: the manifest's versions and hardware, and the closing summary."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+from typing import TextIO
+
+import torch
+
+CORE_PACKAGES = ("numpy", "pyarrow", "pillow", "torch", "torchvision")
+
+
+def versions(*extra_packages: str) -> dict[str, str]:
+    """Installed versions of the core packages and the engine's own."""
+    found = {"python": platform.python_version()}
+    for name in (*CORE_PACKAGES, *extra_packages):
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def hardware() -> dict:
+    """This machine: CPU model and count, memory, GPUs."""
+    return {
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass  # not Linux: platform.processor() is the best there is
+    return platform.processor() or "unknown"
+
+
+def print_summary(manifest: dict, stream: TextIO | None = None) -> None:
+    """The closing lines: images, errors, seconds, images/sec, where the output is."""
+    stream = stream or sys.stdout
+    counts = manifest["counts"]
+    print(
+        f"{manifest['engine']}: {counts['rows_out']} images ({counts['predicted']} predicted, "
+        f"{counts['errored']} errors) in {manifest['seconds']:.1f} s = "
+        f"{manifest['images_per_sec']:.1f} images/s",
+        file=stream,
+    )
+    for example in manifest.get("error_examples", []):
+        print(f"  error row {example['id']}: {example['error']}", file=stream)
+    print(f"output: {manifest['output']} (manifest: {manifest['manifest']})", file=stream)

@@ -1,0 +1,10 @@
+"""URIs -> pyarrow filesystems, with S3 errors turned into one-line answers.
+
+Every engine and the model loader reach data through ``resolve``: ``s3://bucket/key`` (AWS,
+or any S3-compatible store through an endpoint URL) or a local path. No engine imports here.
+"""
+
+from storage.errors import StorageError, storage_errors
+from storage.resolve import Location, require_bucket, resolve
+
+__all__ = ["Location", "StorageError", "require_bucket", "resolve", "storage_errors"]

@@ -1,0 +1,47 @@
+"""Read a job's output prefix and check it against the output contract, row by row.
+
+Every engine's integration test ends here, so all of them are held to the same contract.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from runners.output import OUTPUT_SCHEMA
+from storage import resolve
+
+
+def read_output(uri: str, endpoint: str | None = None) -> tuple[list[dict], dict]:
+    """The output rows and the manifest of a finished job."""
+    location = resolve(uri, endpoint)
+    with location.filesystem.open_input_stream(location.join("_SUCCESS.json")) as f:
+        manifest = json.loads(f.read())
+    infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
+    data = sorted(i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(".parquet"))
+    assert sorted(p.rsplit("/", 1)[1] for p in data) == sorted(manifest["files"]), "files differ from the manifest"
+    table = pq.read_table(data, filesystem=location.filesystem)
+    assert table.schema.equals(OUTPUT_SCHEMA, check_metadata=False), table.schema
+    return table.to_pylist(), manifest
+
+
+def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad: dict[str, str], topk: int = 5) -> None:
+    """One row per input id, no duplicates; ``error`` set exactly for ``bad`` ids (containing the given words)."""
+    got = [r["id"] for r in rows]
+    assert len(got) == len(set(got)), "duplicate ids"
+    assert sorted(got) == sorted(ids), "ids differ from the input"
+    for row in rows:
+        if row["id"] in bad:
+            assert row["error"] and bad[row["id"]] in row["error"], row
+            assert row["label"] is None and row["topk_labels"] is None, row
+        else:
+            assert row["error"] is None, row
+            assert 0 <= row["label"] < 1000 and 0.0 < row["score"] <= 1.0, row
+            assert row["topk_labels"][0] == row["label"] and len(row["topk_labels"]) == topk, row
+            assert abs(row["topk_scores"][0] - row["score"]) < 1e-6, row
+    counts = manifest["counts"]
+    assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad)}
+    assert manifest["images_per_sec"] > 0 and manifest["seconds"] > 0
+    assert {"python", "torch", "pyarrow"} <= set(manifest["versions"]) and manifest["hardware"]["cpu_count"] >= 1

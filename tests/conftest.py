@@ -1,0 +1,36 @@
+"""Shared fixtures: a real S3 server (moto) on loopback, and small real image datasets."""
+
+from __future__ import annotations
+
+import os
+
+import boto3
+import pytest
+
+from tests.common.s3 import s3_server_env, start_s3_server
+
+# Fake credentials for the loopback S3 server, set before any test starts Ray so that Ray's
+# worker processes inherit them; AWS_EC2_METADATA_DISABLED keeps the SDK off the network.
+os.environ.update(s3_server_env())
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> str:
+    """moto's S3 server on 127.0.0.1 (a random free port), shared by the whole session."""
+    server, endpoint = start_s3_server()
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture()
+def s3_env(s3_endpoint) -> str:
+    """The moto server's endpoint URL (its credentials are in the environment)."""
+    return s3_endpoint
+
+
+@pytest.fixture()
+def s3_bucket(s3_env, request) -> str:
+    """A fresh bucket on the moto server; yields its name."""
+    name = "test-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
+    boto3.client("s3", endpoint_url=s3_env).create_bucket(Bucket=name)
+    return name

@@ -1,0 +1,87 @@
+"""The Ray job end to end on a real local Ray, real Parquet, real images and a real S3 server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import ray
+
+from runners import make_dataset, ray_job
+from runners.job import JobConfig, run_main
+from runners.source import plan_input, read_file
+from runners.stages import Classify, Preprocess
+from storage import resolve
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+def run(*argv: str) -> dict:
+    return ray_job.main(["--weights", "random", "--batch-size", "8", *argv])
+
+
+def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env)
+    rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert written == manifest and manifest["engine"] == "ray"
+    assert_output_contract(rows, manifest, ids, bad)
+    assert "ray" in manifest["versions"] and manifest["scaling"]["gpus"] == 0
+
+
+def test_rerun_refuses_then_overwrite_replaces(s3_bucket, s3_env, capsys):
+    write_mixed(f"s3://{s3_bucket}/in/", s3_env)
+    args = ["--input", f"s3://{s3_bucket}/in/", "--output", f"s3://{s3_bucket}/out/", "--s3-endpoint-url", s3_env, "--limit", "5"]
+    first = run(*args)
+    assert run_main(ray_job.main, ["--weights", "random", *args]) == 2
+    assert "already holds a finished job (_SUCCESS.json); pass --overwrite" in capsys.readouterr().err
+    second = run(*args, "--overwrite")
+    rows, manifest = read_output(f"s3://{s3_bucket}/out/", s3_env)
+    assert manifest["run_id"] == second["run_id"] != first["run_id"]
+    assert len(rows) == 5 == len({r["id"] for r in rows})
+
+
+def test_local_paths_without_id_column_and_limit(tmp_path):
+    ids, _ = write_mixed(str(tmp_path / "src"))
+    # Drop the id column: ids become "<file name>:<row index>".
+    for path in sorted((tmp_path / "src").glob("*.parquet")):
+        pq.write_table(pq.read_table(path).drop_columns(["id"]), path)
+    manifest = run("--input", str(tmp_path / "src"), "--output", str(tmp_path / "out"), "--limit", "12")
+    rows, _ = read_output(str(tmp_path / "out"))
+    expected = [f"part-00000.parquet:{i}" for i in range(9)] + [f"part-00001.parquet:{i}" for i in range(3)]
+    assert sorted(r["id"] for r in rows) == sorted(expected) and manifest["counts"]["rows_in"] == 12
+
+
+def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):
+    """Ray's output equals calling the shared stages in-process: the adapter adds nothing."""
+    make_dataset.main(["--output", str(tmp_path / "raw"), "--images", "10", "--format", "raw", "--rows-per-file", "4"])
+    run("--input", str(tmp_path / "raw"), "--output", str(tmp_path / "out"))
+    rows, manifest = read_output(str(tmp_path / "out"))
+    assert manifest["counts"]["predicted"] == 10
+    config = JobConfig(input=str(tmp_path / "raw"), output=None, weights="random")
+    plan = plan_input(resolve(config.input), config)
+    preprocess, classify = Preprocess(config), Classify(config)
+    expected = []
+    for file in plan.files:
+        for ids, batch in read_file(plan, file, batch_rows=64):
+            out = preprocess(batch)
+            expected += classify(ids, out.pixels, out.errors).to_pylist()
+    by_id = {r["id"]: r for r in rows}
+    for row in expected:
+        assert by_id[row["id"]]["topk_labels"] == row["topk_labels"]
+        np.testing.assert_allclose(by_id[row["id"]]["topk_scores"], row["topk_scores"], atol=1e-4)
+
+
+def test_built_in_sample_runs_with_no_arguments(capsys):
+    manifest = ray_job.main([])
+    assert manifest["config"]["weights"] == "random"
+    assert manifest["counts"] == {"rows_in": 50, "rows_out": 50, "predicted": 48, "errored": 2}
+    out = capsys.readouterr()
+    assert "ray: 50 images (48 predicted, 2 errors)" in out.out and "built-in sample" in out.err

@@ -1,0 +1,55 @@
+"""JobConfig validation and the shared parser: bad options stop with one line naming the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners.job import JobConfig, JobError, config_from_args, get_args_parser
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"limit": 0}, "--limit must be positive, got 0"),
+        ({"batch_size": -1}, "--batch-size must be positive"),
+        ({"precision": "int8"}, "--precision must be one of fp32, fp16, bf16"),
+        ({"topk": 0}, "--topk must be between 1 and 1000"),
+        ({"raw_shape": (256, 256, 4)}, "--raw-shape must be H,W,C with C 1 or 3"),
+        ({"output": "s3://b/in/"}, "--output must differ from --input"),
+        ({"image_column": ""}, "--image-column must not be empty"),
+    ],
+)
+def test_bad_values_name_the_option(changes, message):
+    with pytest.raises(JobError, match=message.replace("(", r"\(")):
+        JobConfig(**{"input": "s3://b/in", "output": "s3://b/out", **changes})
+
+
+def test_weights_default_to_imagenet_for_real_input_and_random_for_the_sample():
+    parser = get_args_parser()
+    assert config_from_args(parser.parse_args(["--input", "x", "--output", "y"])).weights == "imagenet"
+    assert config_from_args(parser.parse_args([])).weights == "random"
+    assert config_from_args(parser.parse_args(["--weights", "imagenet"])).weights == "imagenet"
+
+
+def test_raw_shape_option_parses_and_rejects_garbage(capsys):
+    parser = get_args_parser(prog="job")
+    assert parser.parse_args(["--raw-shape", "256,256,3"]).raw_shape == (256, 256, 3)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["--raw-shape", "big"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "expected H,W,C" in err
+
+
+def test_unknown_option_is_one_line(capsys):
+    with pytest.raises(SystemExit):
+        get_args_parser(prog="job").parse_args(["--frobnicate"])
+    err = capsys.readouterr().err
+    assert err == "job: error: unrecognized arguments: --frobnicate (see --help)\n"
+
+
+def test_config_is_frozen_and_recorded_whole():
+    config = JobConfig(input="a", output="b")
+    with pytest.raises(AttributeError):
+        config.limit = 3  # type: ignore[misc]
+    assert config.to_dict()["weights"] == "imagenet" and set(config.to_dict()) >= {"input", "output", "batch_size"}

@@ -1,0 +1,62 @@
+"""Weights: a state dict loads with weights_only=True; anything unusable stops with the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torchvision.models import resnet50
+
+from inference import Predictor, WeightsError, load_model
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    torch.manual_seed(123)
+    module = resnet50(weights=None)
+    path = tmp_path_factory.mktemp("weights") / "resnet50.pt"
+    torch.save(module.state_dict(), path)
+    return path, module
+
+
+def test_state_dict_checkpoint_loads_exactly(checkpoint):
+    path, module = checkpoint
+    loaded = load_model(str(path)).module
+    for name, tensor in module.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor), name
+
+
+def test_wrapped_state_dict_loads(checkpoint, tmp_path):
+    path, module = checkpoint
+    wrapped = tmp_path / "wrapped.pt"
+    torch.save({"state_dict": module.state_dict(), "epoch": 3}, wrapped)
+    pixels = np.random.default_rng(0).integers(0, 255, (2, 224, 224, 3), dtype=np.uint8)
+    cpu = torch.device("cpu")
+    assert np.array_equal(Predictor(load_model(str(wrapped)), cpu)(pixels).label, Predictor(load_model(str(path)), cpu)(pixels).label)
+
+
+def test_missing_file_names_the_option(tmp_path):
+    with pytest.raises(WeightsError, match="cannot read weights .*nope.pt"):
+        load_model(str(tmp_path / "nope.pt"))
+
+
+def test_wrong_architecture_is_refused(tmp_path):
+    path = tmp_path / "linear.pt"
+    torch.save(torch.nn.Linear(3, 4).state_dict(), path)
+    with pytest.raises(WeightsError, match="not a torchvision ResNet50 state dict"):
+        load_model(str(path))
+
+
+def test_pickled_objects_are_refused_by_weights_only(tmp_path):
+    path = tmp_path / "module.pt"
+    torch.save(torch.nn.Linear(3, 4), path)  # a whole pickled module, not a state dict
+    with pytest.raises(WeightsError, match="not a loadable state dict"):
+        load_model(str(path))
+
+
+def test_imagenet_without_network_says_use_random(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # empty cache
+    for proxy in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")  # a closed loopback port: no network
+    with pytest.raises(WeightsError, match="--weights random"):
+        load_model("imagenet")

@@ -1,0 +1,65 @@
+"""Input planning: files, row counts, --limit, ids, and clear refusals before any work."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from runners.job import JobConfig, JobError
+from runners.source import plan_input, read_file
+from storage import resolve
+
+
+def write(path, rows: int, start: int = 0, with_id: bool = True, image_column: str = "image"):
+    columns = {image_column: pa.array([b"x%d" % i for i in range(start, start + rows)], pa.binary())}
+    if with_id:
+        columns["id"] = pa.array([f"id-{i}" for i in range(start, start + rows)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path, row_group_size=4)
+
+
+def plan(path, **options):
+    return plan_input(resolve(str(path)), JobConfig(input=str(path), output="/tmp/unused-out", **options))
+
+
+def test_plans_files_in_order_with_row_counts_and_limit(tmp_path):
+    write(tmp_path / "b.parquet", 5, start=10)
+    write(tmp_path / "a.parquet", 7)
+    (tmp_path / "_SUCCESS").write_text("")  # writers' companions are not data
+    full = plan(tmp_path)
+    assert [f.path.rsplit("/", 1)[1] for f in full.files] == ["a.parquet", "b.parquet"] and full.rows == 12
+    limited = plan(tmp_path, limit=9)
+    assert [(f.path.rsplit("/", 1)[1], f.rows) for f in limited.files] == [("a.parquet", 7), ("b.parquet", 2)]
+    batches = [ids for file in limited.files for ids, _ in read_file(limited, file, batch_rows=3)]
+    assert sum(batches, []) == [f"id-{i}" for i in range(7)] + ["id-10", "id-11"]
+
+
+def test_ids_default_to_file_name_and_row_index(tmp_path):
+    write(tmp_path / "part.parquet", 5, with_id=False)
+    planned = plan(tmp_path)
+    assert planned.id_column is None
+    ids = [i for ids, _ in read_file(planned, planned.files[0], batch_rows=2) for i in ids]
+    assert ids == [f"part.parquet:{i}" for i in range(5)]
+
+
+def test_missing_image_column_names_the_columns_and_option(tmp_path):
+    write(tmp_path / "a.parquet", 2, image_column="img")
+    with pytest.raises(JobError, match=r"no column 'image' \(columns: img, id\); pass --image-column"):
+        plan(tmp_path)
+    assert plan(tmp_path, image_column="img").rows == 2
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: None, "no such file or prefix"),
+        (lambda p: (p.mkdir(), (p / "notes.txt").write_text("hi")), "not a Parquet file"),
+        (lambda p: p.mkdir(), "no Parquet files under this prefix"),
+        (lambda p: write(p / "empty.parquet", 0), "the input has no rows"),
+    ],
+)
+def test_unusable_inputs_are_refused(tmp_path, make, message):
+    make(tmp_path / "in")
+    with pytest.raises(JobError, match=message):
+        plan(tmp_path / "in")

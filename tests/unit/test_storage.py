@@ -1,0 +1,59 @@
+"""URI resolution and S3 configuration problems answered in one line."""
+
+from __future__ import annotations
+
+import pyarrow.fs as pafs
+import pytest
+
+from storage import StorageError, resolve
+from storage.resolve import s3_endpoint
+
+
+def test_local_paths_and_file_uris(tmp_path):
+    assert resolve(str(tmp_path)).path == str(tmp_path)
+    location = resolve(f"file://{tmp_path}/sub/")
+    assert isinstance(location.filesystem, pafs.LocalFileSystem) and location.path == f"{tmp_path}/sub"
+
+
+@pytest.mark.parametrize(
+    "uri, message",
+    [("gs://bucket/x", "unsupported scheme 'gs'"), ("s3:///key", "no bucket in the URI"), ("", "empty URI")],
+)
+def test_bad_uris(uri, message):
+    with pytest.raises(StorageError, match=message):
+        resolve(uri)
+
+
+def test_no_credentials_is_refused_before_any_request(tmp_path, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(StorageError, match="no AWS credentials found; set AWS_PROFILE"):
+        resolve("s3://bucket/prefix", "http://127.0.0.1:9")
+
+
+def test_endpoint_precedence_option_then_s3_variable_then_general(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://general:1")
+    assert s3_endpoint(None) == "http://general:1"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://s3-only:2")
+    assert s3_endpoint(None) == "http://s3-only:2"
+    assert s3_endpoint("http://option:3") == "http://option:3"
+
+
+def test_aws_endpoint_url_reaches_a_real_s3_server(s3_env, s3_bucket, monkeypatch):
+    """pyarrow's S3FileSystem ignores AWS_ENDPOINT_URL by itself (TRAPS.md); ours honours it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_env)
+    location = resolve(f"s3://{s3_bucket}/dir")
+    with location.filesystem.open_output_stream(location.join("hello.txt")) as out:
+        out.write(b"hi")
+    assert location.filesystem.get_file_info(location.join("hello.txt")).size == 2
+
+
+def test_bad_endpoint_and_unreachable_endpoint(s3_env):
+    with pytest.raises(StorageError, match="bad S3 endpoint"):
+        resolve("s3://b/p", "ftp://host")
+    with pytest.raises(StorageError, match="cannot reach the S3 endpoint http://127.0.0.1:9"):
+        resolve("s3://b/p", "http://127.0.0.1:9")  # nothing listens on port 9
+
