@@ -1,0 +1,26 @@
+# Inputs of the data bucket module.
+
+variable "name" {
+  description = "Globally unique bucket name."
+  type        = string
+}
+
+variable "kms_key_arn" {
+  description = "ARN of the customer managed KMS key that encrypts every object by default."
+  type        = string
+}
+
+variable "access_log_bucket" {
+  description = "Name of the bucket that receives this bucket's S3 server access logs (under <name>/)."
+  type        = string
+}
+
+variable "abort_incomplete_multipart_days" {
+  description = "Days after which unfinished multipart uploads are aborted."
+  type        = number
+}
+
+variable "noncurrent_version_expiration_days" {
+  description = "Days a replaced object version is kept before it expires."
+  type        = number
+}
