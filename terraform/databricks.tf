@@ -1,9 +1,10 @@
 # The nightly Databricks job: `python -m runners.spark_job` on a GPU job cluster whose nodes
 # carry the nodes instance profile. deploy/databricks/databricks.yml is the bundle form of
-# the same job; deploy one of the two (enable_databricks = false when using the bundle).
+# the same job; deploy one of the two (create_databricks_job = false when using the bundle).
 
 locals {
   databricks_count = var.enable_databricks ? 1 : 0
+  job_count        = var.enable_databricks && var.create_databricks_job ? 1 : 0
 
   # The runner's command line. {{job.start_time.iso_date}} is a Databricks dynamic value
   # reference (YYYY-MM-DD of the run), so every night writes its own prefix.
@@ -26,13 +27,13 @@ resource "databricks_instance_profile" "nodes" {
 
 # spark_python_task runs a file, not a module: this shim runs `python -m runners.spark_job`.
 resource "databricks_workspace_file" "spark_entry" {
-  count  = local.databricks_count
+  count  = local.job_count
   source = "${path.module}/../deploy/databricks/spark_entry.py"
   path   = "/Shared/${var.name_prefix}/spark_entry.py"
 }
 
 resource "databricks_job" "nightly_spark" {
-  count               = local.databricks_count
+  count               = local.job_count
   name                = "${var.name_prefix}-spark-nightly"
   max_concurrent_runs = 1
 

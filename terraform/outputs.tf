@@ -49,6 +49,11 @@ output "sagemaker_model_name" {
   value       = aws_sagemaker_model.resnet50.name
 }
 
+output "job_data_policy_arn" {
+  description = "Managed policy with exactly the job's S3 and KMS access; attach it to your Anyscale cloud's instance role."
+  value       = aws_iam_policy.job_data.arn
+}
+
 output "nodes_instance_profile_name" {
   description = "Instance profile for Ray workers (deploy/ray/cluster.yaml) and Databricks nodes."
   value       = aws_iam_instance_profile.nodes.name
@@ -65,11 +70,11 @@ output "ray_head_instance_profile_name" {
 }
 
 output "databricks_job_id" {
-  description = "Id of the nightly Databricks job (null when enable_databricks = false); `databricks jobs run-now <id>` runs it once."
+  description = "Id of the nightly Databricks job (null when the job is not created here); `databricks jobs run-now <id>` runs it once."
   value       = one(databricks_job.nightly_spark[*].id)
 }
 
 output "databricks_job_url" {
-  description = "Link to the nightly Databricks job in the workspace (null when enable_databricks = false)."
+  description = "Link to the nightly Databricks job in the workspace (null when the job is not created here)."
   value       = one(databricks_job.nightly_spark[*].url)
 }

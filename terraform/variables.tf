@@ -90,7 +90,13 @@ variable "nightly_timezone" {
 }
 
 variable "enable_databricks" {
-  description = "Create the Databricks job (and register the node instance profile in the workspace). Set false when you have no Databricks workspace, or when you deploy deploy/databricks/databricks.yml instead, so the job is not scheduled twice."
+  description = "Register the nodes instance profile in the Databricks workspace (needs DATABRICKS_HOST and credentials). Set false when you have no Databricks workspace."
+  type        = bool
+  default     = true
+}
+
+variable "create_databricks_job" {
+  description = "Also create the nightly Databricks job here (needs enable_databricks). Set false when you deploy deploy/databricks/databricks.yml instead, so the job is not scheduled twice."
   type        = bool
   default     = true
 }
