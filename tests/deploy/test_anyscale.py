@@ -8,7 +8,7 @@ from anyscale.compute_config.models import ComputeConfig
 from anyscale.job.models import JobConfig
 from anyscale.schedule.models import ScheduleConfig
 
-from conftest import (CPU_ONLY_INSTANCE, DEPLOY, DOCS, GPU_INSTANCE, load_yaml, module_command,
+from deploy_helpers import (CPU_ONLY_INSTANCE, DEPLOY, DOCS, GPU_INSTANCE, load_yaml, module_command,
                       runner_args)
 
 ANYSCALE = DEPLOY / "anyscale"

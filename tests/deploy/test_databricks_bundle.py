@@ -8,7 +8,7 @@ import sys
 import pytest
 from databricks.bundles.jobs import Job
 
-from conftest import DEPLOY, GPU_INSTANCE, REPO, load_yaml, runner_args, tf_default
+from deploy_helpers import DEPLOY, GPU_INSTANCE, load_yaml, runner_args, tf_default
 
 BUNDLE_JOB = "batch_inference_spark_nightly"
 

@@ -5,7 +5,7 @@ import shlex
 import pytest
 from anyscale.job.models import JobConfig
 
-from conftest import DEPLOY, DOCS, load_yaml, module_command, ray_submit_tokens, runner_args
+from deploy_helpers import DEPLOY, DOCS, load_yaml, module_command, ray_submit_tokens, runner_args
 
 # The runner contract (runners/job.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",

@@ -9,7 +9,7 @@ import pytest
 import ray
 from ray.autoscaler._private.util import prepare_config, validate_config
 
-from conftest import (CPU_ONLY_INSTANCE, DEPLOY, GPU_INSTANCE, load_yaml, module_command,
+from deploy_helpers import (CPU_ONLY_INSTANCE, DEPLOY, GPU_INSTANCE, load_yaml, module_command,
                       ray_submit_tokens, runner_args, tf_default)
 
 RAY_SCHEMA = Path(ray.__file__).parent / "autoscaler" / "ray-schema.json"

@@ -7,7 +7,7 @@ import subprocess
 import hcl2
 import pytest
 
-from conftest import DOCS, GPU_INSTANCE, REPO, TERRAFORM, module_command, runner_args, tf_default
+from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, parse_hcl_dir, runner_args, tf_default
 
 TF_FILES = sorted(TERRAFORM.rglob("*.tf"))
 DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket")
@@ -179,7 +179,6 @@ def test_providers_are_pinned(tf):
 @pytest.mark.parametrize("directory", [TERRAFORM, TERRAFORM / "modules" / "s3_bucket"],
                          ids=["root", "s3_bucket"])
 def test_every_variable_and_output_is_described(directory):
-    from conftest import parse_hcl_dir
     parsed = parse_hcl_dir(directory)
     for kind in ("variable", "output"):
         for name, body in parsed[kind].items():
