@@ -64,7 +64,7 @@ def test_data_buckets_get_kms_and_access_logs_from_the_hardened_module(tf):
         module = tf["module"][name]
         assert module["source"] == "./modules/s3_bucket"
         assert module["kms_key_arn"] == "${aws_kms_key.data.arn}"
-        assert module["access_log_bucket"] == "${aws_s3_bucket.logs.id}"
+        assert module["access_log_bucket"] == "${module.logs_bucket.id}"
     assert tf["resource"]["aws_kms_key"]["data"]["enable_key_rotation"] is True
 
 
@@ -76,23 +76,27 @@ def test_bucket_module_blocks_public_access_versions_encrypts_and_aborts_uploads
     assert res["aws_s3_bucket_versioning"]["this"]["versioning_configuration"]["status"] == "Enabled"
     sse = res["aws_s3_bucket_server_side_encryption_configuration"]["this"]["rule"]
     default = sse["apply_server_side_encryption_by_default"]
-    assert default == {"sse_algorithm": "aws:kms", "kms_master_key_id": "${var.kms_key_arn}"}
+    # KMS whenever a key is given (the data buckets); SSE-S3 only for the log bucket.
+    assert default == {"sse_algorithm": '${var.kms_key_arn == null ? "AES256" : "aws:kms"}',
+                       "kms_master_key_id": "${var.kms_key_arn}"}
     rules = res["aws_s3_bucket_lifecycle_configuration"]["this"]["rule"]
     aborts = [r for r in rules if "abort_incomplete_multipart_upload" in r]
     assert aborts and aborts[0]["status"] == "Enabled"
     assert res["aws_s3_bucket_ownership_controls"]["this"]["rule"]["object_ownership"] == "BucketOwnerEnforced"
-    tls = tf_bucket_module["data"]["aws_iam_policy_document"]["tls_only"]["statement"]
+    tls = tf_bucket_module["data"]["aws_iam_policy_document"]["this"]["statement"]
     assert tls["effect"] == "Deny" and tls["condition"]["variable"] == "aws:SecureTransport"
 
 
-def test_log_bucket_is_private_and_versioned(tf):
-    res = tf["resource"]
-    assert all(res["aws_s3_bucket_public_access_block"]["logs"][k] is True
-               for k in ("block_public_acls", "block_public_policy",
-                         "ignore_public_acls", "restrict_public_buckets"))
-    assert res["aws_s3_bucket_versioning"]["logs"]["versioning_configuration"]["status"] == "Enabled"
-    rule = res["aws_s3_bucket_lifecycle_configuration"]["logs"]["rule"]
-    assert "abort_incomplete_multipart_upload" in rule
+def test_log_bucket_is_the_module_with_sse_s3_expiry_and_log_delivery(tf):
+    logs = tf["module"]["logs_bucket"]
+    assert logs["source"] == "./modules/s3_bucket"
+    assert logs["kms_key_arn"] is None and logs["access_log_bucket"] is None
+    assert logs["expiration_days"] == "${var.access_log_expiration_days}"
+    delivery = tf["data"]["aws_iam_policy_document"]["log_delivery"]["statement"]
+    assert logs["extra_policy_documents"] == ["${data.aws_iam_policy_document.log_delivery.json}"]
+    assert delivery["principals"]["identifiers"] == ["logging.s3.amazonaws.com"]
+    assert delivery["actions"] == ["s3:PutObject"]
+    assert delivery["condition"]["values"] == ["${local.account_id}"]
 
 
 def statements(tf, policy: str) -> list[dict]:

@@ -1,6 +1,6 @@
-# One private data bucket as the jobs need it: KMS-encrypted, public access blocked,
-# versioned, TLS-only, access-logged, and cleaned of abandoned multipart uploads.
-# Used three times (input, output, model) from ../../buckets.tf.
+# One private bucket as the project needs it: encrypted (KMS, or SSE-S3 for the log bucket),
+# public access blocked, versioned, TLS-only, access-logged, and cleaned of abandoned
+# multipart uploads. Used for the input, output, model and logs buckets (../../buckets.tf).
 
 resource "aws_s3_bucket" "this" {
   #checkov:skip=CKV_AWS_144:Cross-region replication doubles storage cost; inputs are re-creatable and outputs are re-run nightly. Enable per bucket where a DR copy is required.
@@ -38,11 +38,11 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
 
   rule {
     apply_server_side_encryption_by_default {
-      sse_algorithm     = "aws:kms"
+      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
       kms_master_key_id = var.kms_key_arn
     }
     # One data key per bucket instead of per object: far fewer KMS calls for millions of images.
-    bucket_key_enabled = true
+    bucket_key_enabled = var.kms_key_arn != null
   }
 }
 
@@ -69,17 +69,38 @@ resource "aws_s3_bucket_lifecycle_configuration" "this" {
     }
   }
 
+  dynamic "rule" {
+    for_each = var.expiration_days == null ? [] : [var.expiration_days]
+
+    content {
+      id     = "expire-objects"
+      status = "Enabled"
+      filter {}
+
+      expiration {
+        days = rule.value
+      }
+
+      abort_incomplete_multipart_upload {
+        days_after_initiation = var.abort_incomplete_multipart_days
+      }
+    }
+  }
+
   # Lifecycle rules on an unversioned bucket behave differently; apply after versioning.
   depends_on = [aws_s3_bucket_versioning.this]
 }
 
 resource "aws_s3_bucket_logging" "this" {
+  count         = var.access_log_bucket == null ? 0 : 1
   bucket        = aws_s3_bucket.this.id
   target_bucket = var.access_log_bucket
   target_prefix = "${var.name}/"
 }
 
-data "aws_iam_policy_document" "tls_only" {
+data "aws_iam_policy_document" "this" {
+  source_policy_documents = var.extra_policy_documents
+
   statement {
     sid     = "DenyInsecureTransport"
     effect  = "Deny"
@@ -104,7 +125,7 @@ data "aws_iam_policy_document" "tls_only" {
 
 resource "aws_s3_bucket_policy" "this" {
   bucket = aws_s3_bucket.this.id
-  policy = data.aws_iam_policy_document.tls_only.json
+  policy = data.aws_iam_policy_document.this.json
 
   # A bucket policy is refused while the public access block is still being applied.
   depends_on = [aws_s3_bucket_public_access_block.this]
