@@ -1,0 +1,80 @@
+# The nightly Databricks job: `python -m runners.spark_job` on a GPU job cluster whose nodes
+# carry the nodes instance profile. deploy/databricks/databricks.yml is the bundle form of
+# the same job; deploy one of the two (create_databricks_job = false when using the bundle).
+
+locals {
+  databricks_count = var.enable_databricks ? 1 : 0
+  job_count        = var.enable_databricks && var.create_databricks_job ? 1 : 0
+
+  # The runner's command line. {{job.start_time.iso_date}} is a Databricks dynamic value
+  # reference (YYYY-MM-DD of the run), so every night writes its own prefix.
+  # --overwrite: a retry of the same night replaces that night's partial output.
+  spark_job_parameters = [
+    "--input", local.input_uri,
+    "--output", "${local.output_prefix}{{job.start_time.iso_date}}/",
+    "--weights", local.weights_uri,
+    "--udf", "iterator",
+    "--overwrite",
+  ]
+}
+
+# Registers the instance profile in the workspace so job clusters may use it. The workspace's
+# cross-account role needs iam:PassRole on aws_iam_role.nodes for this to succeed.
+resource "databricks_instance_profile" "nodes" {
+  count                = local.databricks_count
+  instance_profile_arn = aws_iam_instance_profile.nodes.arn
+}
+
+# spark_python_task runs a file, not a module: this shim runs `python -m runners.spark_job`.
+resource "databricks_workspace_file" "spark_entry" {
+  count  = local.job_count
+  source = "${path.module}/../deploy/databricks/spark_entry.py"
+  path   = "/Shared/${var.name_prefix}/spark_entry.py"
+}
+
+resource "databricks_job" "nightly_spark" {
+  count               = local.job_count
+  name                = "${var.name_prefix}-spark-nightly"
+  max_concurrent_runs = 1
+
+  job_cluster {
+    job_cluster_key = "gpu"
+
+    new_cluster {
+      spark_version       = var.databricks_spark_version
+      node_type_id        = var.databricks_gpu_node_type
+      driver_node_type_id = var.databricks_gpu_node_type
+      num_workers         = var.databricks_num_workers
+
+      aws_attributes {
+        instance_profile_arn = databricks_instance_profile.nodes[0].id
+        availability         = "ON_DEMAND"
+        zone_id              = "auto"
+      }
+
+      custom_tags = {
+        project = var.name_prefix
+      }
+    }
+  }
+
+  task {
+    task_key        = "predict"
+    job_cluster_key = "gpu"
+    max_retries     = 1
+
+    spark_python_task {
+      python_file = databricks_workspace_file.spark_entry[0].workspace_path
+      parameters  = local.spark_job_parameters
+    }
+
+    library {
+      whl = var.databricks_wheel_path
+    }
+  }
+
+  schedule {
+    quartz_cron_expression = var.nightly_quartz_cron
+    timezone_id            = var.nightly_timezone
+  }
+}

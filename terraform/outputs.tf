@@ -1,0 +1,80 @@
+# Values docs/DEPLOY.md and the job configs under deploy/ take from `terraform output`.
+
+output "region" {
+  description = "AWS region of everything created here."
+  value       = local.region
+}
+
+output "input_bucket" {
+  description = "Bucket for the Parquet image files (upload under input_uri)."
+  value       = module.input_bucket.id
+}
+
+output "output_bucket" {
+  description = "Bucket the runners write predictions and _SUCCESS.json manifests to."
+  value       = module.output_bucket.id
+}
+
+output "model_bucket" {
+  description = "Bucket for the ResNet50 weights and the SageMaker model.tar.gz."
+  value       = module.model_bucket.id
+}
+
+output "job_env" {
+  description = "INPUT_URI, OUTPUT_PREFIX and WEIGHTS_URI for the Anyscale job/schedule env_vars and the `ray job submit` command."
+  value = {
+    INPUT_URI     = local.input_uri
+    OUTPUT_PREFIX = local.output_prefix
+    WEIGHTS_URI   = local.weights_uri
+  }
+}
+
+output "model_data_url" {
+  description = "Where the SageMaker model reads its archive: upload model.tar.gz here."
+  value       = local.model_data
+}
+
+output "kms_key_arn" {
+  description = "KMS key that encrypts the data buckets (pass to SageMaker transform jobs as the output key)."
+  value       = aws_kms_key.data.arn
+}
+
+output "sagemaker_role_arn" {
+  description = "Execution role for SageMaker Batch Transform (python -m runners.sagemaker_job)."
+  value       = aws_iam_role.sagemaker.arn
+}
+
+output "sagemaker_model_name" {
+  description = "Name of the SageMaker model to create transform jobs from."
+  value       = aws_sagemaker_model.resnet50.name
+}
+
+output "job_data_policy_arn" {
+  description = "Managed policy with exactly the job's S3 and KMS access; attach it to your Anyscale cloud's instance role."
+  value       = aws_iam_policy.job_data.arn
+}
+
+output "nodes_instance_profile_name" {
+  description = "Instance profile for Ray workers (deploy/ray/cluster.yaml) and Databricks nodes."
+  value       = aws_iam_instance_profile.nodes.name
+}
+
+output "nodes_instance_profile_arn" {
+  description = "ARN of the nodes instance profile (Anyscale advanced_instance_config, Databricks)."
+  value       = aws_iam_instance_profile.nodes.arn
+}
+
+output "ray_head_instance_profile_name" {
+  description = "Instance profile for the Ray head node (deploy/ray/cluster.yaml)."
+  value       = aws_iam_instance_profile.ray_head.name
+}
+
+output "databricks_job_id" {
+  description = "Id of the nightly Databricks job (null when the job is not created here); `databricks jobs run-now <id>` runs it once."
+  value       = one(databricks_job.nightly_spark[*].id)
+}
+
+output "databricks_job_url" {
+  description = "Link to the nightly Databricks job in the workspace (null when the job is not created here)."
+  value       = one(databricks_job.nightly_spark[*].url)
+}

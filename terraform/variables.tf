@@ -1,0 +1,126 @@
+# Inputs. Every default is a working choice; override in a *.tfvars file (see example.tfvars).
+
+variable "region" {
+  description = "AWS region for the buckets, roles and SageMaker model. Run the jobs in the same region to avoid cross-region transfer charges."
+  type        = string
+  default     = "us-west-2"
+}
+
+variable "name_prefix" {
+  description = "Prefix of every resource name. Bucket names are <name_prefix>-<input|output|model|logs>-<account id>, so keep it short, lowercase and DNS-safe."
+  type        = string
+  default     = "batch-inference"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,30}$", var.name_prefix))
+    error_message = "name_prefix must be 3-31 characters of lowercase letters, digits and hyphens, starting with a letter (it becomes part of S3 bucket names)."
+  }
+}
+
+variable "tags" {
+  description = "Extra tags applied to every AWS resource (cost allocation, owner)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "abort_incomplete_multipart_days" {
+  description = "Days after which unfinished multipart uploads are aborted. A killed writer leaves invisible parts that are billed until aborted."
+  type        = number
+  default     = 7
+}
+
+variable "noncurrent_version_expiration_days" {
+  description = "Days a replaced object version is kept. Versioning protects against a bad overwrite; expiring old versions keeps nightly re-runs from growing the bill."
+  type        = number
+  default     = 30
+}
+
+variable "access_log_expiration_days" {
+  description = "Days S3 server access logs are kept in the logs bucket."
+  type        = number
+  default     = 90
+}
+
+variable "input_prefix" {
+  description = "Key prefix of the Parquet image files inside the input bucket."
+  type        = string
+  default     = "images/"
+}
+
+variable "output_prefix" {
+  description = "Key prefix under which each nightly run writes <prefix><YYYY-MM-DD>/ in the output bucket."
+  type        = string
+  default     = "preds/"
+}
+
+variable "weights_key" {
+  description = "Key of the ResNet50 weights file (torch state dict) in the model bucket, passed to the runners as --weights."
+  type        = string
+  default     = "resnet50.pt"
+}
+
+variable "sagemaker_pytorch_image_tag" {
+  description = "Tag of the AWS Deep Learning Container 'pytorch-inference' image for the SageMaker model; the registry account for the region is looked up by the provider. Use a -gpu- tag for GPU transform instances."
+  type        = string
+  default     = "2.6.0-gpu-py312"
+}
+
+variable "sagemaker_program" {
+  description = "Entry script inside model.tar.gz (code/<this>) that defines model_fn: the container's default model_fn loads only TorchScript."
+  type        = string
+  default     = "inference.py"
+}
+
+variable "ray_cluster_name" {
+  description = "cluster_name in deploy/ray/cluster.yaml. The Ray head may only start, stop and terminate instances carrying this ray-cluster-name tag."
+  type        = string
+  default     = "batch-inference"
+}
+
+variable "nightly_quartz_cron" {
+  description = "When the Databricks job runs (Quartz syntax: sec min hour day-of-month month day-of-week). Default 02:00 every day, the same hour as the Anyscale schedule."
+  type        = string
+  default     = "0 0 2 * * ?"
+}
+
+variable "nightly_timezone" {
+  description = "Java time zone id in which nightly_quartz_cron is read."
+  type        = string
+  default     = "UTC"
+}
+
+variable "enable_databricks" {
+  description = "Register the nodes instance profile in the Databricks workspace (needs DATABRICKS_HOST and credentials). Set false when you have no Databricks workspace."
+  type        = bool
+  default     = true
+}
+
+variable "create_databricks_job" {
+  description = "Also create the nightly Databricks job here (needs enable_databricks). Set false when you deploy deploy/databricks/databricks.yml instead, so the job is not scheduled twice."
+  type        = bool
+  default     = true
+}
+
+variable "databricks_spark_version" {
+  description = "Databricks Runtime for the job cluster. A GPU ML runtime ships CUDA, torch and torchvision, so only the project wheel is installed on top."
+  type        = string
+  default     = "17.3.x-gpu-ml-scala2.13"
+}
+
+variable "databricks_gpu_node_type" {
+  description = "AWS instance type of the Databricks driver and workers (one NVIDIA A10G on g5.xlarge)."
+  type        = string
+  default     = "g5.xlarge"
+}
+
+variable "databricks_num_workers" {
+  description = "GPU workers in the Databricks job cluster; one Spark executor, and so one model copy, per worker."
+  type        = number
+  default     = 2
+}
+
+variable "databricks_wheel_path" {
+  description = "Workspace or Unity Catalog volume path of the project wheel (`python -m pip wheel --no-deps -w dist .`, then `databricks fs cp` or workspace import). Installed on the job cluster as a library."
+  type        = string
+  default     = "/Workspace/Shared/batch-inference/streaming_batch_inference-0.1.0-py3-none-any.whl"
+}

@@ -1,0 +1,85 @@
+"""deploy/databricks/: the bundle job loads with Databricks' bundle models and matches terraform."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from databricks.bundles.jobs import Job
+
+from deploy_helpers import DEPLOY, GPU_INSTANCE, load_yaml, runner_args, tf_default
+
+BUNDLE_JOB = "batch_inference_spark_nightly"
+
+
+@pytest.fixture(scope="module")
+def bundle() -> dict:
+    return load_yaml("deploy/databricks/databricks.yml")
+
+
+@pytest.fixture(scope="module")
+def job(bundle) -> Job:
+    return Job.from_dict(bundle["resources"]["jobs"][BUNDLE_JOB])
+
+
+def test_bundle_models_reject_unknown_fields(bundle):
+    # Shows the load above is a real check: a misspelt key fails it.
+    with pytest.raises(ValueError, match="Unexpected field"):
+        Job.from_dict({**bundle["resources"]["jobs"][BUNDLE_JOB], "schedul": {}})
+
+
+def test_job_cluster_has_gpus(job):
+    cluster = job.job_clusters[0].new_cluster
+    assert GPU_INSTANCE.match(cluster.node_type_id) and GPU_INSTANCE.match(cluster.driver_node_type_id)
+    assert "-gpu-ml-" in cluster.spark_version
+    assert cluster.num_workers >= 1
+    assert job.tasks[0].job_cluster_key == job.job_clusters[0].job_cluster_key
+
+
+def test_schedule_is_nightly_at_two_utc_and_not_paused(job):
+    assert job.schedule.quartz_cron_expression == "0 0 2 * * ?"
+    assert job.schedule.timezone_id == "UTC"
+    assert job.schedule.pause_status.value == "UNPAUSED"
+
+
+def test_task_runs_the_spark_runner_with_the_iterator_udf(job):
+    task = job.tasks[0].spark_python_task
+    assert (DEPLOY / "databricks" / task.python_file).resolve() == DEPLOY / "databricks" / "spark_entry.py"
+    args = runner_args([str(p) for p in task.parameters])
+    assert args["--udf"] == "iterator"
+    assert args["--output"] == "${var.output_prefix}{{job.start_time.iso_date}}/"
+    assert [lib.whl for lib in job.tasks[0].libraries] == ["../../dist/*.whl"]
+
+
+def test_every_bundle_variable_used_is_declared(bundle):
+    text = (DEPLOY / "databricks" / "databricks.yml").read_text()
+    used = set(re.findall(r"\$\{var\.(\w+)\}", text))
+    assert used and used <= set(bundle["variables"])
+    assert all(len(v.get("description", "")) > 10 for v in bundle["variables"].values())
+
+
+def test_bundle_and_terraform_define_the_same_job(job, tf):
+    cluster = job.job_clusters[0].new_cluster
+    assert cluster.spark_version == tf_default(tf, "databricks_spark_version")
+    assert cluster.node_type_id == tf_default(tf, "databricks_gpu_node_type")
+    assert cluster.num_workers == tf_default(tf, "databricks_num_workers")
+    assert job.schedule.quartz_cron_expression == tf_default(tf, "nightly_quartz_cron")
+    bundle_flags = [str(p) for p in job.tasks[0].spark_python_task.parameters if str(p).startswith("--")]
+    tf_flags = [p for p in tf["locals"]["spark_job_parameters"] if p.startswith("--")]
+    assert bundle_flags == tf_flags
+
+
+def test_spark_entry_runs_the_runner_module_with_the_task_parameters(tmp_path):
+    # A stand-in runners.spark_job records the argv it is run with.
+    (tmp_path / "runners").mkdir()
+    (tmp_path / "runners" / "__init__.py").write_text("")
+    (tmp_path / "runners" / "spark_job.py").write_text(
+        "import json, sys\n"
+        "if __name__ == '__main__':\n"
+        "    print(json.dumps(sys.argv[1:]))\n")
+    params = ["--input", "s3://in/", "--udf", "iterator"]
+    done = subprocess.run([sys.executable, str(DEPLOY / "databricks" / "spark_entry.py"), *params],
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == '["--input", "s3://in/", "--udf", "iterator"]'
