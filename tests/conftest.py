@@ -34,3 +34,15 @@ def s3_bucket(s3_env, request) -> str:
     name = "test-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
     boto3.client("s3", endpoint_url=s3_env).create_bucket(Bucket=name)
     return name
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run only where CUDA is (``-m gpu`` on a GPU machine); elsewhere they skip."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -57,3 +57,15 @@ def test_every_platform_runs_nightly_at_two_utc_as_the_docs_say(tf):
     assert tf["variable"]["nightly_timezone"]["default"] == "UTC"
     docs = DOCS.read_text()
     assert "02:00 UTC" in docs and "0 2 * * *" in docs and "0 0 2 * * ?" in docs
+
+
+@pytest.mark.parametrize("where", [w for w, (module, _) in COMMANDS.items() if module == "runners.ray_job"])
+def test_ray_commands_parse_with_the_real_parser(where):
+    """The scheduled Ray command lines are accepted by the job's own argument parser."""
+    from runners.job import config_from_args
+    from runners.ray_job import get_ray_args_parser
+
+    _, tokens = COMMANDS[where]
+    args = get_ray_args_parser().parse_args(tokens())
+    config = config_from_args(args)  # the shared validation accepts it too
+    assert config.input and config.output and config.weights != "random" and config.overwrite

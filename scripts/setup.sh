@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up a development environment from nothing: .venv with the project and every engine,
+# the deployment checkers, and checkov in its own .venv-checkov (it pins packaging<24, which
+# ray 2.60 cannot share). Safe to re-run. Usage: bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1; then  # Spark's JVM
+  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless
+fi
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e ".[dev]" -r requirements/deploy.txt
+python3 -m venv .venv-checkov
+.venv-checkov/bin/pip install -q -r tests/deploy/requirements-checkov.txt
