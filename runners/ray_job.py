@@ -27,6 +27,7 @@ from ray.data.extensions import ArrowTensorArray
 
 from runners.driver import PreparedJob, finish_job, prepare_job
 from runners.job import JobConfig, config_from_args, get_args_parser, run_main
+from runners.ray_placement import placement_summary, record_placement, start_registry
 from runners.report import print_summary
 from runners.source import InputFile, InputPlan, read_file
 from runners.stages import Classify, Preprocess, default_batch_size
@@ -40,7 +41,8 @@ RESERVED_CPUS = 1
 class RayPreprocess:
     """CPU actor: read each planned input file and yield preprocessed blocks."""
 
-    def __init__(self, plan: InputPlan, config: JobConfig) -> None:
+    def __init__(self, plan: InputPlan, config: JobConfig, run_id: str) -> None:
+        record_placement(run_id, "preprocess")
         self.plan = plan
         self.preprocess = Preprocess(config)
 
@@ -61,9 +63,12 @@ class RayPreprocess:
 class RayClassify:
     """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device."""
 
-    def __init__(self, config: JobConfig) -> None:
+    def __init__(self, config: JobConfig, run_id: str) -> None:
+        record_placement(run_id, "classify")
         # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
         self.classify = Classify(config)
+        if self.classify.predictor.device.type == "cpu" and ray.get_gpu_ids():
+            print(f"GPU {ray.get_gpu_ids()} was assigned but CUDA is not usable here: the predictor runs on CPU", file=sys.stderr)
         if self.classify.predictor.device.type == "cpu":
             # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
             # bottleneck by far, so let it use the node's cores.
@@ -99,7 +104,7 @@ def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
         batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=scaling.preprocess_actors),
         num_cpus=1,
-        fn_constructor_kwargs={"plan": job.plan, "config": job.config},
+        fn_constructor_kwargs={"plan": job.plan, "config": job.config, "run_id": job.run_id},
     ).map_batches(
         RayClassify,
         batch_size=scaling.batch_size,
@@ -107,7 +112,7 @@ def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
         compute=ray.data.ActorPoolStrategy(size=scaling.classify_actors),
         num_gpus=1 if scaling.gpus else 0,
         num_cpus=1,
-        fn_constructor_kwargs={"config": job.config},
+        fn_constructor_kwargs={"config": job.config, "run_id": job.run_id},
     )
 
 
@@ -136,13 +141,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ray.init(address=args.address, logging_level="WARNING")
     try:
         scaling = plan_scaling(job.config, args)
+        registry = start_registry(job.run_id)
         started = time.perf_counter()
         build_dataset(job, scaling).write_parquet(job.staging, filesystem=job.output.filesystem)
         seconds = time.perf_counter() - started
+        placement = placement_summary(registry)
+        ray.kill(registry)
     finally:
         if owns_ray:
             ray.shutdown()
-    manifest = finish_job(job, "ray", seconds, {"packages": ["ray"], "scaling": scaling.__dict__})
+    extra = {"packages": ["ray"], "scaling": scaling.__dict__, "placement": placement}
+    manifest = finish_job(job, "ray", seconds, extra)
     print_summary(manifest)
     return manifest
 

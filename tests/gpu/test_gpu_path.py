@@ -38,7 +38,7 @@ def test_ray_job_runs_the_predictor_on_the_gpu(tmp_path):
     ray = pytest.importorskip("ray")
     from runners import ray_job
 
-    ray.init(include_dashboard=False, logging_level="WARNING")
+    ray.init(address="local", include_dashboard=False, logging_level="WARNING")
     try:
         manifest = ray_job.main(["--output", str(tmp_path / "out")])
     finally:

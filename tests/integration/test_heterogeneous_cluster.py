@@ -1,0 +1,43 @@
+"""A heterogeneous cluster on one machine: a CPU-only head and a node that declares one GPU.
+
+Preprocessing must run on the CPU-only node and the predictor actors on the GPU node (the
+predictor computes on CPU there, since this machine has no GPU; Ray still schedules it by
+the GPU the node declares). The manifest's ``placement`` says where each stage ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ray.cluster_utils import Cluster
+
+from runners import ray_job
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
+    cluster.add_node(num_cpus=1, num_gpus=1)  # the "GPU node": one CPU for the predictor actor
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+def test_preprocessing_on_cpu_node_and_predictor_on_gpu_node(cluster, tmp_path):
+    import ray
+
+    ids, bad = write_mixed(str(tmp_path / "in"))
+    ray.init(address=cluster.address, logging_level="WARNING")
+    try:
+        manifest = ray_job.main(
+            ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "8"]
+        )
+    finally:
+        ray.shutdown()
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_output_contract(rows, manifest, ids, bad)
+    placement = manifest["placement"]
+    assert manifest["scaling"]["gpus"] == 1 and manifest["scaling"]["classify_actors"] == 1
+    assert placement["preprocess"] and all(node["node_gpus"] == 0 for node in placement["preprocess"])
+    assert placement["classify"] and all(node["node_gpus"] == 1 for node in placement["classify"])
