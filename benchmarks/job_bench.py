@@ -1,0 +1,52 @@
+"""End-to-end images/sec of one engine's job on a synthetic dataset, as one JSON row.
+
+    python -m benchmarks.job_bench --engine ray --images 256 [--format jpeg|raw] [job options...]
+
+Writes the dataset (``runners.make_dataset``) to a temp dir, runs ``runners.<engine>_job``
+with ``--weights random`` into a fresh output, and appends the manifest's figures (images
+counted from the output, seconds, images/sec, config, hardware, versions) to
+``benchmarks/results/jobs.jsonl``. Extra arguments go to the job unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import tempfile
+
+from benchmarks.common import append_result
+from runners import make_dataset
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default="ray", help="ray, spark, sagemaker: runs runners.<engine>_job")
+    parser.add_argument("--images", type=int, default=256)
+    parser.add_argument("--format", default="jpeg", choices=make_dataset.FORMATS)
+    parser.add_argument("--note", default="", help="free text recorded with the row (e.g. 'machine shared')")
+    args, job_args = parser.parse_known_args(argv)
+    workdir = tempfile.mkdtemp(prefix="job-bench-")
+    make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", args.format])
+    job = importlib.import_module(f"runners.{args.engine}_job")
+    manifest = job.main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random", *job_args])
+    row = {
+        "benchmark": "job",
+        "engine": args.engine,
+        "format": args.format,
+        "images": manifest["counts"]["rows_out"],
+        "seconds": manifest["seconds"],
+        "images_per_sec": manifest["images_per_sec"],
+        "job_args": job_args,
+        "note": args.note,
+        "config": manifest["config"],
+        "hardware": manifest["hardware"],
+        "versions": manifest["versions"],
+        **{k: manifest[k] for k in ("scaling",) if k in manifest},
+    }
+    append_result("jobs", row)
+    print(f"{args.engine}: {row['images']} images in {row['seconds']:.1f} s = {row['images_per_sec']:.1f} images/s")
+    return row
+
+
+if __name__ == "__main__":
+    main()

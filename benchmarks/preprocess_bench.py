@@ -1,0 +1,83 @@
+"""CPU preprocessing per core: ours vs torchvision's standard ResNet50 eval transform.
+
+    python -m benchmarks.preprocess_bench [--images 64] [--repeats 3]
+
+Same JPEG bytes, one thread, in one run. "torchvision" is what a user writes by default:
+``Image.open(...).convert("RGB")`` then ``ResNet50_Weights.DEFAULT.transforms()`` (resize,
+crop, to float tensor, normalise). "ours" is ``preprocess.preprocess_batch`` (DCT-scaled
+JPEG decode, one resample of the kept rectangle, uint8 out; normalisation happens on the
+device). Warm-up is not timed; the best of ``--repeats`` is reported for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+from torchvision.models import ResNet50_Weights
+
+from benchmarks.common import append_result
+from inference.model import eval_size
+from preprocess import preprocess_batch
+from runners.make_dataset import encode, synthetic_image
+
+SIZES = {"imagenet_500x375": (500, 375), "photo_12mp_4000x3000": (4000, 3000)}
+
+
+def make_jpegs(size: tuple[int, int], count: int) -> list[bytes]:
+    rng = np.random.default_rng(0)
+    base = [synthetic_image(rng, *size) for _ in range(min(count, 8))]  # encoding 12 MP images is slow; reuse 8
+    return [encode(base[i % len(base)], "jpeg") for i in range(count)]
+
+
+def torchvision_standard(jpegs: list[bytes]) -> None:
+    transform = ResNet50_Weights.DEFAULT.transforms()
+    torch.stack([transform(Image.open(io.BytesIO(b)).convert("RGB")) for b in jpegs])
+
+
+def ours(jpegs: list[bytes]) -> None:
+    preprocess_batch(jpegs, eval_size())
+
+
+def best_rate(fn, jpegs: list[bytes], repeats: int) -> float:
+    fn(jpegs[:2])  # warm-up: imports, first-call allocations
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn(jpegs)
+        best = min(best, time.perf_counter() - started)
+    return len(jpegs) / best
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = []
+    for name, size in SIZES.items():
+        jpegs = make_jpegs(size, args.images)
+        reference, mine = best_rate(torchvision_standard, jpegs, args.repeats), best_rate(ours, jpegs, args.repeats)
+        row = {
+            "benchmark": "preprocess_per_core",
+            "images": name,
+            "count": len(jpegs),
+            "mean_jpeg_kb": round(sum(map(len, jpegs)) / len(jpegs) / 1024, 1),
+            "torchvision_images_per_sec": round(reference, 1),
+            "ours_images_per_sec": round(mine, 1),
+            "speedup": round(mine / reference, 2),
+            "config": {"threads": 1, "repeats": args.repeats, "eval_size": eval_size().__dict__},
+        }
+        print(f"{name}: torchvision {reference:.1f} img/s, ours {mine:.1f} img/s per core ({mine / reference:.2f}x)")
+        append_result("preprocess", row)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
