@@ -123,24 +123,20 @@ def write_partition(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.R
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    fs, rows = spec.output.filesystem, 0
+    # Output rows are small (an id and ten numbers), so a partition's rows fit in memory.
+    parts = list(tables)
+    if not parts:
+        return  # an empty partition (more partitions than files) writes nothing
+    table, fs = pa.concat_tables(parts), spec.output.filesystem
     temp = f"{spec.staging}.tmp/task-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
     final = f"{spec.staging}/task-{partition:05d}.parquet"
     with storage_errors(spec.output.uri_of(final)):
-        writer = None
-        for table in tables:
-            if writer is None:
-                fs.create_dir(f"{spec.staging}.tmp", recursive=True)
-                writer = pq.ParquetWriter(fs.open_output_stream(temp), OUTPUT_SCHEMA)
-            writer.write_table(table)
-            rows += table.num_rows
-        if writer is None:
-            return  # an empty partition (more partitions than files) writes nothing
-        writer.close()
+        fs.create_dir(f"{spec.staging}.tmp", recursive=True)
+        pq.write_table(table, temp, filesystem=fs)
         fs.create_dir(spec.staging, recursive=True)
         fs.move(temp, final)
     _maybe_fail(partition, attempt)
-    yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [rows]}, schema=STATS_SCHEMA)
+    yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [table.num_rows]}, schema=STATS_SCHEMA)
 
 
 def _maybe_fail(partition: int, attempt: int) -> None:
