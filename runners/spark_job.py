@@ -129,8 +129,11 @@ def _ddl(field) -> str:
     return {"int64": "long", "float": "float", "list<item: int64>": "array<long>", "list<item: float>": "array<float>"}[str(field.type)]
 
 
-def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> float:
-    """Run the Spark stages; returns seconds. Staged files are left for ``finish_job``."""
+def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> tuple[float, list[int]]:
+    """Run the Spark stages; returns seconds and the partitions that needed a retry.
+
+    Staged files are left for ``finish_job``.
+    """
     spec = TaskSpec(job.config, job.plan, job.output, job.staging, batch_size, args.prefetch)
     partitions = args.partitions or len(job.plan.files)
     started = time.perf_counter()
@@ -141,7 +144,7 @@ def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_s
         _remove_dir(job, f"{job.staging}.tmp")
     seconds = time.perf_counter() - started
     print(f"spark: {len(stats)} partitions wrote {sum(r.rows for r in stats)} rows", file=sys.stderr)
-    return seconds
+    return seconds, sorted(r.partition for r in stats if r.attempt > 0)
 
 
 def _remove_dir(job: PreparedJob, path: str) -> None:
@@ -160,13 +163,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         batch_size = default_batch_size(job.config, has_gpu=gpus is not None)
         if gpus is None:
             print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)", file=sys.stderr)
-        seconds = run(spark, job, args, batch_size)
+        seconds, retried = run(spark, job, args, batch_size)
         master = spark.sparkContext.master
     finally:
         if owns:
             spark.stop()
     extra = {"packages": ["pyspark"], "spark": {"master": master, "udf": args.udf, "prefetch": args.prefetch,
-                                                "partitions": args.partitions or len(job.plan.files), "batch_size": batch_size}}
+                                                "partitions": args.partitions or len(job.plan.files), "batch_size": batch_size,
+                                                "retried_partitions": retried}}
     manifest = finish_job(job, "spark", seconds, extra)
     print_summary(manifest)
     return manifest
