@@ -94,25 +94,38 @@ def prefetched(items: Iterator, depth: int) -> Iterator:
         yield from items
         return
     slots: queue.Queue = queue.Queue(maxsize=depth)
-    done = object()
+    stop, done = threading.Event(), object()
+
+    def put(entry: tuple) -> None:
+        # Give up when the consumer has gone (its task failed): a reused worker keeps no stuck thread.
+        while not stop.is_set():
+            try:
+                return slots.put(entry, timeout=0.5)
+            except queue.Full:
+                continue
 
     def fill() -> None:
         try:
             for item in items:
-                slots.put(("item", item))
+                if stop.is_set():
+                    return
+                put(("item", item))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
-            slots.put(("error", e))
+            put(("error", e))
         else:
-            slots.put(("item", done))
+            put(("item", done))
 
     threading.Thread(target=fill, name="spark-prefetch", daemon=True).start()
-    while True:
-        kind, item = slots.get()
-        if kind == "error":
-            raise RuntimeError(f"reading ahead failed: {item}") from item
-        if item is done:
-            return
-        yield item
+    try:
+        while True:
+            kind, item = slots.get()
+            if kind == "error":
+                raise RuntimeError(f"reading ahead failed: {item}") from item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
 
 
 def write_partition(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
