@@ -37,7 +37,7 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
 
 from runners.driver import PreparedJob, finish_job, prepare_job
-from runners.job import config_from_args, get_args_parser, run_main
+from runners.job import JobError, config_from_args, get_args_parser, run_main
 from runners.report import print_summary
 from runners.spark_udfs import (
     PIXELS_DDL,
@@ -88,7 +88,9 @@ def _count(minimum: int):
 def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool]:
     """The active session (Databricks, notebooks, tests), else a new one; and whether we own it."""
     active = SparkSession.getActiveSession()
-    if active is not None and master is None:
+    if active is not None:
+        if master is not None and master != active.sparkContext.master:
+            raise JobError(f"--master {master}: a SparkSession on {active.sparkContext.master} is already active; drop --master to use it")
         return active, False
     master = master or DEFAULT_MASTER
     builder = SparkSession.builder
