@@ -1,0 +1,182 @@
+"""python -m runners.spark_job: batch inference on Spark with Arrow/pandas UDFs.
+
+    python -m runners.spark_job --input s3://bucket/images/ --output s3://bucket/preds/
+
+The driver plans the input files and builds a DataFrame of (path, rows), one row per file,
+spread over ``--partitions`` tasks. Executors read Parquet through pyarrow (no hadoop-aws
+jars, so S3 works on any Spark), preprocess, classify and write one staged Parquet file per
+partition; the shared driver then verifies and commits them. With an active SparkSession
+(Databricks, a notebook) the job uses it; otherwise it starts one on ``--master``.
+
+``--udf iterator`` (default) is one ``mapInArrow`` stage: read -> preprocess -> classify ->
+write, with the model cached per Python worker (Spark reuses workers), optionally reading
+ahead in a thread (``--prefetch``). We chose ``mapInArrow`` over an iterator-of-Series
+``pandas_udf`` or ``predict_batch_udf`` because it loads the model once as they do, but also
+keeps Arrow end to end (no pandas round trip of 150 KB pixel cells), needs no intermediate
+pixel column in the JVM, and lets the task write its own output, which S3 without s3a needs.
+``--udf series`` runs the reference benchmark's Series pandas UDF, which builds the model on
+every Arrow batch: it is there to measure that cost, not to use.
+
+GPUs: give each task one GPU and the job uses the address Spark assigned it, e.g.
+``--conf spark.executor.resource.gpu.amount=1 --conf spark.task.resource.gpu.amount=1
+--conf spark.executor.resource.gpu.discoveryScript=/opt/getGpusResources.sh``
+(Databricks GPU clusters set these). Without them the model runs on CPU. See docs/SPARK.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import pyarrow.fs as pafs
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import StructType
+
+from runners.driver import PreparedJob, finish_job, prepare_job
+from runners.job import JobError, config_from_args, get_args_parser, run_main
+from runners.report import print_summary
+from runners.spark_udfs import (
+    PIXELS_DDL,
+    PREDICTION_FIELDS,
+    STATS_DDL,
+    ReadAndClassify,
+    ReadAndPreprocess,
+    TaskSpec,
+    WriteStaged,
+    series_predict,
+)
+from runners.stages import default_batch_size
+from storage import storage_errors
+
+DEFAULT_MASTER = "local[*]"
+# One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
+# deeper queues only hold more memory once decode keeps up.
+DEFAULT_PREFETCH = 1
+FILE_SCHEMA = "path string, rows long"
+
+
+def get_spark_args_parser() -> argparse.ArgumentParser:
+    parser = get_args_parser(prog="python -m runners.spark_job", description=__doc__.splitlines()[0])
+    group = parser.add_argument_group("spark")
+    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the active SparkSession, else {DEFAULT_MASTER})")
+    group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
+                       help="iterator: mapInArrow, model loaded once per Python worker (default); "
+                            "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")
+    group.add_argument("--prefetch", type=_count(0), default=DEFAULT_PREFETCH,
+                       help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
+    group.add_argument("--partitions", type=_count(1), help="Spark tasks (default: one per input file)")
+    return parser
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from e
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text}")
+        return value
+
+    return parse
+
+
+def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool]:
+    """The active session (Databricks, notebooks, tests), else a new one; and whether we own it."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if master is not None and master != active.sparkContext.master:
+            raise JobError(f"--master {master}: a SparkSession on {active.sparkContext.master} is already active; drop --master to use it")
+        return active, False
+    master = master or DEFAULT_MASTER
+    builder = SparkSession.builder
+    if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
+        # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the JVM.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        builder.master(master)
+        .appName("streaming-batch-inference")
+        # Arrow batches of one model batch: the Series UDF then sees what the benchmark saw.
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
+        .getOrCreate()
+    )
+    # Progress and the summary, not the JVM's INFO wall.
+    session.sparkContext.setLogLevel("ERROR")
+    return session, True
+
+
+def files_frame(spark: SparkSession, job: PreparedJob, partitions: int) -> DataFrame:
+    """One row per planned input file, sliced evenly over ``partitions`` tasks."""
+    rows = [(f.path, f.rows) for f in job.plan.files]
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), FILE_SCHEMA)
+
+
+def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
+    """The per-partition stats DataFrame whose evaluation does the whole job."""
+    if udf == "iterator":
+        return files.mapInArrow(ReadAndClassify(spec), STATS_DDL)
+    predictions = StructType.fromDDL(", ".join(f"{f.name} {_ddl(f)}" for f in PREDICTION_FIELDS))
+    predict = pandas_udf(series_predict(spec.config), predictions)
+    pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
+    rows = pixels.select("id", predict("pixels", "error").alias("p"), "error").select("id", "p.*", "error")
+    return rows.mapInArrow(WriteStaged(spec), STATS_DDL)
+
+
+def _ddl(field) -> str:
+    return {"int64": "long", "float": "float", "list<item: int64>": "array<long>", "list<item: float>": "array<float>"}[str(field.type)]
+
+
+def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> tuple[float, list[int]]:
+    """Run the Spark stages; returns seconds and the partitions that needed a retry.
+
+    Staged files are left for ``finish_job``.
+    """
+    spec = TaskSpec(job.config, job.plan, job.output, job.staging, batch_size, args.prefetch)
+    partitions = args.partitions or len(job.plan.files)
+    started = time.perf_counter()
+    try:
+        stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
+    finally:
+        # Temporaries of failed attempts; the whole ones were moved into staging.
+        _remove_dir(job, f"{job.staging}.tmp")
+    seconds = time.perf_counter() - started
+    print(f"spark: {len(stats)} partitions wrote {sum(r.rows for r in stats)} rows", file=sys.stderr)
+    return seconds, sorted(r.partition for r in stats if r.attempt > 0)
+
+
+def _remove_dir(job: PreparedJob, path: str) -> None:
+    with storage_errors(job.output.uri_of(path)):
+        if job.output.filesystem.get_file_info(path).type == pafs.FileType.Directory:
+            job.output.filesystem.delete_dir(path)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the job; returns the manifest."""
+    args = get_spark_args_parser().parse_args(argv)
+    job = prepare_job(config_from_args(args))
+    spark, owns = get_session(args.master, default_batch_size(job.config, has_gpu=False))
+    try:
+        gpus = spark.conf.get("spark.task.resource.gpu.amount", None)
+        batch_size = default_batch_size(job.config, has_gpu=gpus is not None)
+        if gpus is None:
+            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)", file=sys.stderr)
+        seconds, retried = run(spark, job, args, batch_size)
+        master = spark.sparkContext.master
+    finally:
+        if owns:
+            spark.stop()
+    extra = {"packages": ["pyspark"], "spark": {"master": master, "udf": args.udf, "prefetch": args.prefetch,
+                                                "partitions": args.partitions or len(job.plan.files), "batch_size": batch_size,
+                                                "retried_partitions": retried}}
+    manifest = finish_job(job, "spark", seconds, extra)
+    print_summary(manifest)
+    return manifest
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

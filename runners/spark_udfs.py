@@ -1,0 +1,215 @@
+"""The executor side of the Spark job: functions Spark ships to its Python workers.
+
+Use it through ``runners.spark_job``; nothing here starts or configures Spark.
+
+- ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of
+  (path, rows). It reads each planned file with pyarrow, preprocesses, classifies with a
+  model cached per Python worker process, and writes the partition's predictions.
+- ``ReadAndPreprocess`` + ``series_predict_udf`` + ``WriteStaged`` (``--udf series``): the
+  reference benchmark's shape, where a Series pandas UDF builds the model on every batch.
+
+Each partition writes one Parquet file into the job's staging prefix, named by partition
+id: a retried attempt replaces its own file instead of adding a second one.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark import TaskContext
+
+from inference.model import eval_size
+from runners.job import JobConfig
+from runners.output import OUTPUT_SCHEMA
+from runners.source import InputFile, InputPlan, read_file
+from runners.stages import Classify, Preprocess
+from storage import Location, storage_errors
+
+# What each writing task reports to the driver, one row per partition that had rows.
+STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64())])
+STATS_DDL = "partition int, attempt int, rows long"  # the same, as Spark declares it
+PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string())])
+PIXELS_DDL = "id string, pixels binary, error string"
+PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
+# Test hook: the partition whose first attempt fails after writing its file (a driver-side
+# local property, so it reaches exactly this job's tasks and nothing else).
+FAIL_FIRST_ATTEMPT = "spark_job.fail_first_attempt_of_partition"
+
+_CLASSIFIERS: dict[tuple[JobConfig, tuple[int, ...]], Classify] = {}  # per Python worker process
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What every task needs; pickled once into the function Spark ships."""
+
+    config: JobConfig
+    plan: InputPlan
+    output: Location
+    staging: str  # <output>/_staging/<run id>: only whole partition files land here
+    batch_size: int  # images per model call (and rows per read batch)
+    prefetch: int  # preprocessed batches read ahead in a thread; 0: none
+
+
+def task_gpu_ids() -> list[int] | None:
+    """The GPU addresses Spark assigned this task, or None when no GPU resources were asked for."""
+    context = TaskContext.get()
+    gpu = context.resources().get("gpu") if context else None
+    return [int(a) for a in gpu.addresses] if gpu and gpu.addresses else None
+
+
+def cached_classifier(config: JobConfig) -> Classify:
+    """The model for this task's GPU (or CPU), loaded once per Python worker and reused."""
+    gpus = task_gpu_ids()
+    key = (config, tuple(gpus or ()))
+    if key not in _CLASSIFIERS:
+        _CLASSIFIERS[key] = Classify(config, gpu_ids=gpus)
+    return _CLASSIFIERS[key]
+
+
+def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[tuple[list[str], np.ndarray, list]]:
+    """(ids, pixels, errors) for every row of the partition's files, ``batch_size`` rows at a time."""
+    preprocess = Preprocess(spec.config)
+    for batch in files:
+        for path, rows in zip(batch.column("path").to_pylist(), batch.column("rows").to_pylist()):
+            for ids, records in read_file(spec.plan, InputFile(path, rows), spec.batch_size):
+                out = preprocess(records)
+                yield ids, out.pixels, out.errors
+
+
+def prefetched(items: Iterator, depth: int) -> Iterator:
+    """Run ``items`` in a thread, ``depth`` items ahead (decode overlaps the model); 0: inline.
+
+    An exception in the thread is re-raised here, after the items before it: no row is lost
+    silently, and a failed read fails the task (which Spark retries).
+    """
+    if depth == 0:
+        yield from items
+        return
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop, done = threading.Event(), object()
+
+    def put(entry: tuple) -> None:
+        # Give up when the consumer has gone (its task failed): a reused worker keeps no stuck thread.
+        while not stop.is_set():
+            try:
+                return slots.put(entry, timeout=0.5)
+            except queue.Full:
+                continue
+
+    def fill() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                put(("item", item))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            put(("error", e))
+        else:
+            put(("item", done))
+
+    threading.Thread(target=fill, name="spark-prefetch", daemon=True).start()
+    try:
+        while True:
+            kind, item = slots.get()
+            if kind == "error":
+                raise RuntimeError(f"reading ahead failed: {item}") from item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+
+
+def write_partition(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """Write this partition's output tables as one staged file; yield one stats row.
+
+    The file is written under a temporary name and moved to ``task-<partition>.parquet``, so
+    a retried or speculative attempt replaces the file whole and never adds a second one.
+    """
+    context = TaskContext.get()
+    partition, attempt = context.partitionId(), context.attemptNumber()
+    # Output rows are small (an id and ten numbers), so a partition's rows fit in memory.
+    parts = list(tables)
+    if not parts:
+        return  # an empty partition (more partitions than files) writes nothing
+    table, fs = pa.concat_tables(parts), spec.output.filesystem
+    temp = f"{spec.staging}.tmp/task-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
+    final = f"{spec.staging}/task-{partition:05d}.parquet"
+    with storage_errors(spec.output.uri_of(final)):
+        fs.create_dir(f"{spec.staging}.tmp", recursive=True)
+        pq.write_table(table, temp, filesystem=fs)
+        fs.create_dir(spec.staging, recursive=True)
+        fs.move(temp, final)
+    _maybe_fail(partition, attempt)
+    yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [table.num_rows]}, schema=STATS_SCHEMA)
+
+
+def _maybe_fail(partition: int, attempt: int) -> None:
+    """Fail the first attempt of the partition a test named, after its file was written."""
+    context = TaskContext.get()
+    if attempt == 0 and context.getLocalProperty(FAIL_FIRST_ATTEMPT) == str(partition):
+        raise RuntimeError(f"injected failure of partition {partition}, attempt {attempt} ({FAIL_FIRST_ATTEMPT})")
+
+
+class ReadAndClassify:
+    """``--udf iterator``: read, preprocess, classify and write one partition in one Python pass."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        classify = cached_classifier(self.spec.config)
+        batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
+        yield from write_partition(self.spec, (classify(ids, pixels, errors) for ids, pixels, errors in batches))
+
+
+class ReadAndPreprocess:
+    """``--udf series``, stage 1: files -> (id, uint8 pixels as bytes, error) rows."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for ids, pixels, errors in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
+            # One crop x crop x 3 uint8 image per row (HWC); null where the row has an error.
+            column = [p.tobytes() if e is None else None for p, e in zip(pixels, errors)]
+            yield pa.RecordBatch.from_pydict({"id": ids, "pixels": column, "error": errors}, schema=PIXELS_SCHEMA)
+
+
+def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.DataFrame]:
+    """``--udf series``, stage 2: the body of a Series pandas UDF, model built on every call.
+
+    This is what the reference benchmark did; it is kept to measure what that costs.
+    """
+
+    def predict(pixels: pd.Series, errors: pd.Series) -> pd.DataFrame:
+        classify = Classify(config, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
+        errs = [None if e is None or (isinstance(e, float) and np.isnan(e)) else e for e in errors]
+        crop = eval_size().crop
+        stacked = np.zeros((len(errs), crop, crop, 3), np.uint8)  # (N, crop, crop, 3), zeros for error rows
+        for i, (cell, error) in enumerate(zip(pixels, errs)):
+            if error is None:
+                stacked[i] = np.frombuffer(cell, np.uint8).reshape(crop, crop, 3)
+        table = classify([""] * len(errs), stacked, errs)
+        return pd.DataFrame({f.name: pd.Series(table.column(f.name).to_pylist(), dtype=object) for f in PREDICTION_FIELDS})
+
+    return predict
+
+
+class WriteStaged:
+    """``--udf series``, stage 3: rows in the output schema -> the partition's staged file."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = (pa.Table.from_batches([b]).select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA) for b in batches)
+        yield from write_partition(self.spec, tables)

@@ -1,0 +1,97 @@
+"""The Spark job end to end on a local Spark, real Parquet, real images and a real S3 server."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from pyspark.sql import SparkSession
+
+from runners import spark_job
+from runners.job import run_main
+from runners.spark_udfs import FAIL_FIRST_ATTEMPT
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_spark():
+    """One Spark for the module; local[2,2] lets a failed task be retried once (plain local[N] never retries)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2,2]")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
+def run(*argv: str) -> dict:
+    return spark_job.main(["--weights", "random", "--batch-size", "8", *argv])
+
+
+def by_id(uri: str, endpoint: str | None = None) -> dict[str, dict]:
+    rows, _ = read_output(uri, endpoint)
+    return {r["id"]: r for r in rows}
+
+
+def assert_same_predictions(got: dict[str, dict], expected: dict[str, dict]) -> None:
+    assert got.keys() == expected.keys()
+    for key, row in expected.items():
+        assert got[key]["error"] == row["error"] and got[key]["topk_labels"] == row["topk_labels"], key
+        if row["topk_scores"] is not None:
+            np.testing.assert_allclose(got[key]["topk_scores"], row["topk_scores"], atol=1e-4)
+
+
+def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env)
+    rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert written == manifest and manifest["engine"] == "spark"
+    assert_output_contract(rows, manifest, ids, bad)
+    assert "pyspark" in manifest["versions"] and manifest["spark"]["udf"] == "iterator"
+
+
+def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    common = ["--input", str(tmp_path / "in"), "--limit", "14"]
+    run(*common, "--output", str(tmp_path / "iterator"), "--prefetch", "0")
+    run(*common, "--output", str(tmp_path / "series"), "--udf", "series", "--partitions", "2")
+    run(*common, "--output", str(tmp_path / "prefetch"), "--prefetch", "2", "--partitions", "1")
+    expected = by_id(str(tmp_path / "iterator"))
+    assert len(expected) == 14
+    assert_same_predictions(by_id(str(tmp_path / "series")), expected)
+    assert_same_predictions(by_id(str(tmp_path / "prefetch")), expected)
+
+
+def test_a_retried_task_does_not_duplicate_rows(tmp_path, local_spark):
+    """Partition 1's first attempt writes its file, then dies; the retry replaces that file."""
+    ids, bad = write_mixed(str(tmp_path / "in"))
+    local_spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, "1")
+    try:
+        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+    finally:
+        local_spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, None)
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_output_contract(rows, manifest, ids, bad)
+    assert manifest["spark"]["retried_partitions"] == [1]
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--udf", "nonsense"], "argument --udf: invalid choice: 'nonsense'"),
+        (["--prefetch", "-1"], "argument --prefetch: must be an integer >= 0, got -1"),
+        (["--partitions", "0"], "argument --partitions: must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_options_stop_in_one_line(argv, words, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run_main(spark_job.main, argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and words in err and err.count("\n") == 1, err
