@@ -65,9 +65,15 @@ def transform_local(job: PreparedJob, options: SageMakerOptions, tar_path: str, 
             serving.server_close()
 
 
+def aws_target(options: SageMakerOptions) -> tuple[object, str]:
+    """The SageMaker client and serving image, found before any work so a bad region stops early."""
+    client = aws.sagemaker_client(options.region)
+    return client, options.image_uri or aws.image_uri(client.meta.region_name, options.instance_type)
+
+
 def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, staging: Location) -> dict[str, str]:
     """Upload the model, run a transform job, wait; returns failures (none known by shard on AWS)."""
-    client = aws.sagemaker_client(options.region)
+    client, image = aws_target(options)
     model = resolve(options.model_s3_uri, job.config.s3_endpoint_url) if options.model_s3_uri else child(staging, "model.tar.gz")
     request = aws.TransformRequest(
         name=f"sbi-{job.run_id}"[:63],
@@ -75,7 +81,7 @@ def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, st
         input_uri=child(staging, "input").uri + "/",
         output_uri=child(staging, "output").uri + "/",
     )
-    aws.create_model(client, request, options, options.image_uri or aws.image_uri(client.meta.region_name, options.instance_type))
+    aws.create_model(client, request, options, image)
     aws.create_transform_job(client, request, options)
     print(f"sagemaker: started transform job {request.name} on {options.instance_count} x {options.instance_type}", file=sys.stderr)
     described = aws.wait(client, request.name, options.timeout_minutes * 60)
@@ -95,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_sagemaker_args_parser().parse_args(argv)
     options = options_from_args(args)  # before prepare_job: a bad option stops before any work
+    if not options.local:
+        aws_target(options)
     job = prepare_job(config_from_args(args))
     staging = staging_location(job, options)
     started = time.perf_counter()

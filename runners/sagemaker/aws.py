@@ -43,12 +43,16 @@ def image_uri(region: str, instance_type: str) -> str:
 
 
 def sagemaker_client(region: str | None):
-    import boto3  # the [sagemaker] extra; only the AWS path needs it
-
-    client = boto3.client("sagemaker", region_name=region)
-    if not client.meta.region_name:
-        raise JobError("no AWS region: pass --region or set AWS_REGION")
-    return client
+    """A SageMaker client for ``region`` (else the environment's); JobError without a region."""
+    try:
+        import boto3  # the [sagemaker] extra; only the AWS path needs it
+        from botocore.exceptions import NoRegionError
+    except ImportError as e:
+        raise JobError("the AWS path needs boto3: pip install 'streaming-batch-inference[sagemaker]'") from e
+    try:
+        return boto3.client("sagemaker", region_name=region)
+    except NoRegionError as e:
+        raise JobError("no AWS region: pass --region or set AWS_REGION") from e
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import pyarrow as pa
 from runners.job import JobConfig
 from runners.output import OUTPUT_SCHEMA
 from runners.sagemaker.serving import codecs
-from runners.stages import Classify, Preprocess
+from runners.stages import Classify, Preprocess, default_batch_size
 
 SERVING_CONFIG = "serving.json"  # job options the handler needs, written by package.py
 WEIGHTS_FILE = "model.pth"  # state dict; absent when serving.json says weights "random"
@@ -47,8 +47,8 @@ def model_fn(model_dir: str) -> ServingModel:
     config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN,
                        raw_shape=tuple(raw_shape) if raw_shape else None, **options)
     classify = Classify(config)
-    default = 256 if classify.predictor.device.type == "cuda" else 32
-    return ServingModel(config, Preprocess(config), classify, config.batch_size or default)
+    batch_rows = default_batch_size(config, classify.predictor.device.type == "cuda")
+    return ServingModel(config, Preprocess(config), classify, batch_rows)
 
 
 def input_fn(body: bytes, content_type: str) -> pa.Table:
