@@ -9,7 +9,6 @@ import boto3
 import numpy as np
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import pytest
 
 from inference import Predictions
 from runners import sagemaker_job
