@@ -53,3 +53,5 @@ def test_undecodable_body_and_missing_column(model):
         handler.input_fn(b"definitely not parquet", "application/x-parquet; charset=binary")
     with pytest.raises(codecs.UndecodableInputError, match="no 'image' column"):
         handler.predict_fn(pa.table({"id": ["a"], "pixels": [b"x"]}), model)
+    with pytest.raises(codecs.UndecodableInputError, match="image column has type int64"):
+        handler.predict_fn(pa.table({"id": ["a"], "image": [1]}), model)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from runners.job import JobConfig
+from runners.job import JobConfig, JobError
 from runners.output import OUTPUT_SCHEMA
 from runners.sagemaker.serving import codecs
 from runners.stages import Classify, Preprocess, default_batch_size
@@ -63,7 +63,10 @@ def predict_fn(data: pa.Table, model: ServingModel) -> pa.Table:
             raise codecs.UndecodableInputError(f"request has no {column!r} column (columns: {', '.join(data.schema.names)})")
     parts = [OUTPUT_SCHEMA.empty_table()]
     for batch in data.to_batches(max_chunksize=model.batch_rows):
-        out = model.preprocess(batch)
+        try:
+            out = model.preprocess(batch)
+        except JobError as e:  # e.g. an image column of the wrong type: the request's fault, a 4xx
+            raise codecs.UndecodableInputError(str(e)) from e
         parts.append(model.classify(batch.column(ID_COLUMN).cast(pa.string()).to_pylist(), out.pixels, out.errors))
     return pa.concat_tables(parts)
 
