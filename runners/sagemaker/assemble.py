@@ -1,0 +1,87 @@
+"""Turn Batch Transform's ``.out`` objects into our output files, one per shard.
+
+Use after a transform, local or on AWS. Batch Transform writes ``<shard>.out`` only when the
+whole shard succeeded, so a shard without one becomes error rows (every id of the shard,
+``error`` saying why) instead of a lost file; so does a ``.out`` whose ids differ from its
+shard's. Images that were too big to send (``Sharding.oversized``) become error rows too.
+The files land in the job's staging prefix; ``finish_job`` verifies and commits them.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from runners.output import OUTPUT_SCHEMA
+from runners.sagemaker.serving.handler import ID_COLUMN
+from storage import Location, storage_errors
+
+OUT_SUFFIX = ".out"  # Batch Transform names each output object <input object name>.out
+NO_OUT = "SageMaker wrote no .out object for shard {shard}: the shard failed as a whole ({why})"
+
+
+def assemble(
+    shards: Sequence[str],
+    shard_location: Location,
+    out_location: Location,
+    staging: tuple[Location, str],
+    failures: Mapping[str, str] | None = None,
+    oversized: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Write one output file per shard (and one for ``oversized``) under ``staging``.
+
+    Returns the shards that had no usable ``.out`` (their rows are error rows).
+
+    ``failures`` maps a shard name to why it failed, when known (the local transform knows;
+    on AWS the reason is in CloudWatch).
+    """
+    location, path = staging
+    with storage_errors(location.uri):
+        location.filesystem.create_dir(path, recursive=True)
+    failed = []
+    for index, shard in enumerate(shards):
+        why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
+        table, ok = _shard_output(shard, shard_location, out_location, why)
+        _write(location, f"{path}/part-{index:05d}.parquet", table)
+        failed += [] if ok else [shard]
+    if oversized:
+        _write(location, f"{path}/part-oversized.parquet", error_rows(list(oversized), list(oversized.values())))
+    return failed
+
+
+def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str) -> tuple[pa.Table, bool]:
+    """The shard's output rows, and whether they came from its ``.out``."""
+    ids = _read(shard_location, shard_location.join(shard), columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
+    out_path = out_location.join(shard + OUT_SUFFIX)
+    with storage_errors(out_location.uri_of(out_path)):
+        missing = out_location.filesystem.get_file_info(out_path).type == pafs.FileType.NotFound
+    if missing:
+        return error_rows(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids)), False
+    table = _read(out_location, out_path)
+    if not table.schema.equals(OUTPUT_SCHEMA, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
+        reason = f"{shard}{OUT_SUFFIX} does not hold one output row per shard row (schema {table.schema.names}, {table.num_rows} rows for {len(ids)} ids)"
+        return error_rows(ids, [reason] * len(ids)), False
+    return table.cast(OUTPUT_SCHEMA), True
+
+
+def error_rows(ids: Sequence[str], errors: Sequence[str]) -> pa.Table:
+    """Rows in the output schema with no prediction and ``error`` set."""
+    n = len(ids)
+    columns = [pa.array(list(ids), pa.string())]
+    columns += [pa.nulls(n, f.type) for f in list(OUTPUT_SCHEMA)[1:-1]]
+    columns.append(pa.array(list(errors), pa.string()))
+    return pa.Table.from_arrays(columns, schema=OUTPUT_SCHEMA)
+
+
+def _read(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
+        return pq.read_table(io.BytesIO(f.read()), columns=columns)
+
+
+def _write(location: Location, path: str, table: pa.Table) -> None:
+    with storage_errors(location.uri_of(path)), location.filesystem.open_output_stream(path) as out:
+        pq.write_table(table, out)

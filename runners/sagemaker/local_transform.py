@@ -1,0 +1,76 @@
+"""Do on this machine what Batch Transform does on AWS: one request per shard object.
+
+Use for ``--local``. Given the shard objects and a running ``server.TransformServer``, it
+sends each shard as one ``POST /invocations`` (``max_concurrent_transforms`` at a time, from
+a thread pool, as Batch Transform's agent does) and writes each 200 response as
+``<shard>.out``. A shard that fails gets no ``.out``, exactly like the service; its reason is
+returned so ``assemble`` can write it into the error rows.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from runners.sagemaker.assemble import OUT_SUFFIX
+from runners.sagemaker.serving.codecs import PARQUET
+from storage import Location, storage_errors
+
+# Generous for a CPU model on a 100 MB shard; SageMaker's own default invocation timeout is 600 s.
+REQUEST_TIMEOUT_S = 3600
+
+
+@dataclass(frozen=True)
+class Transform:
+    url: str  # the serving container (here: the loopback server)
+    shards: Location  # where the shard objects are
+    outputs: Location  # where the .out objects go
+    max_concurrent_transforms: int
+
+
+def run_transform(transform: Transform, shards: list[str]) -> dict[str, str]:
+    """Send every shard; returns {shard name: why it failed} for the shards with no ``.out``."""
+    with storage_errors(transform.outputs.uri):
+        transform.outputs.filesystem.create_dir(transform.outputs.path, recursive=True)
+    with ThreadPoolExecutor(max_workers=transform.max_concurrent_transforms) as pool:
+        results = list(pool.map(lambda shard: (shard, _transform_one(transform, shard)), shards))
+    return {shard: why for shard, why in results if why is not None}
+
+
+def _transform_one(transform: Transform, shard: str) -> str | None:
+    """Transform one shard; None on success, else the reason it failed."""
+    path = transform.shards.join(shard)
+    with storage_errors(transform.shards.uri_of(path)), transform.shards.filesystem.open_input_file(path) as f:
+        body = f.read()
+    try:
+        status, payload = post(transform.url, body)
+    except OSError as e:  # connection refused/reset, timeout: the shard fails, the job goes on
+        return f"request failed: {e}"
+    if status != 200:
+        return f"HTTP {status}: {_reason(payload)}"
+    out = transform.outputs.join(shard + OUT_SUFFIX)
+    with storage_errors(transform.outputs.uri_of(out)), transform.outputs.filesystem.open_output_stream(out) as sink:
+        sink.write(payload)
+    return None
+
+
+def post(url: str, body: bytes, content_type: str = PARQUET) -> tuple[int, bytes]:
+    """POST ``body`` to ``url``/invocations; returns (status, response body)."""
+    parsed = urlparse(url)
+    connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=REQUEST_TIMEOUT_S)
+    try:
+        connection.request("POST", "/invocations", body=body, headers={"Content-Type": content_type, "Accept": PARQUET})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _reason(payload: bytes) -> str:
+    try:
+        return str(json.loads(payload)["error"])
+    except (ValueError, KeyError, TypeError):
+        return payload[:300].decode(errors="replace")

@@ -1,0 +1,92 @@
+"""Build model.tar.gz as the SageMaker PyTorch container expects it, and upload it.
+
+Layout (the container unpacks it into /opt/ml/model)::
+
+    model.pth            the ResNet50 state dict (absent for --weights random)
+    serving.json         the job options the handler needs (image column, topk, ...)
+    code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
+    code/requirements.txt  what the container lacks (pyarrow)
+    code/preprocess/ code/inference/ code/storage/ code/runners/   our shared code
+
+Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import tempfile
+
+import torch
+
+import inference
+import preprocess
+import runners
+import storage
+from inference import load_model
+from runners.job import JobConfig
+from runners.sagemaker.serving import handler
+from storage import Location, storage_errors
+
+ENTRY_POINT = "handler.py"  # SAGEMAKER_PROGRAM; not inference.py, which would shadow our package
+# The PyTorch inference image has torch, torchvision, numpy and pillow; pyarrow it lacks.
+REQUIREMENTS = "pyarrow>=15\n"
+# The runners modules the handler imports (runners.ray_job etc. would need their engines).
+RUNNERS_MODULES = ("__init__.py", "job.py", "output.py", "source.py", "stages.py")
+SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels", "precision", "batch_size")
+
+
+def serving_options(config: JobConfig) -> dict:
+    """What the handler needs to know about the job; weights become a file, or "random"."""
+    options = {name: getattr(config, name) for name in SERVING_FIELDS}
+    options["weights"] = "random" if config.weights == "random" else handler.WEIGHTS_FILE
+    return options
+
+
+def build_model_tar(config: JobConfig, directory: str) -> str:
+    """Write ``directory/model.tar.gz``; returns its path."""
+    path = os.path.join(directory, "model.tar.gz")
+    with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
+        if config.weights != "random":
+            weights = os.path.join(tmp, handler.WEIGHTS_FILE)
+            torch.save(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url).module.state_dict(), weights)
+            tar.add(weights, handler.WEIGHTS_FILE)
+        _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config), indent=2).encode())
+        _add_bytes(tar, "code/requirements.txt", REQUIREMENTS.encode())
+        tar.add(handler.__file__, f"code/{ENTRY_POINT}")
+        for package in (preprocess, inference, storage):
+            tar.add(os.path.dirname(package.__file__), f"code/{package.__name__}", filter=_no_caches)
+        runners_dir = os.path.dirname(runners.__file__)
+        for name in RUNNERS_MODULES:
+            tar.add(os.path.join(runners_dir, name), f"code/runners/{name}")
+        # The handler imports runners.sagemaker.serving.codecs; ship just that package.
+        tar.add(os.path.join(runners_dir, "sagemaker", "__init__.py"), "code/runners/sagemaker/__init__.py")
+        tar.add(os.path.dirname(handler.__file__), "code/runners/sagemaker/serving", filter=_no_caches)
+    return path
+
+
+def unpack(tar_path: str, model_dir: str) -> str:
+    """Unpack model.tar.gz as the container does; returns ``model_dir``."""
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(model_dir, filter="data")
+    return model_dir
+
+
+def upload(tar_path: str, location: Location) -> str:
+    """Copy model.tar.gz to ``location`` (an object path); returns its URI."""
+    with storage_errors(location.uri), open(tar_path, "rb") as src, location.filesystem.open_output_stream(location.path) as out:
+        while chunk := src.read(8 * 1024 * 1024):
+            out.write(chunk)
+    return location.uri
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _no_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info

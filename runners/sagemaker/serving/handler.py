@@ -1,0 +1,76 @@
+"""The SageMaker container contract: model_fn, input_fn, predict_fn, output_fn.
+
+Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``inference``,
+``storage`` and ``runners`` packages, so the container runs exactly the code Ray and Spark
+run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``runners.output``.
+The PyTorch container's default ``model_fn`` loads only TorchScript; ours loads the state
+dict ``model.pth`` from the model dir, or random weights when ``serving.json`` says so.
+
+A request is one Parquet shard with an ``id`` column and the image column (see
+``runners.sagemaker.shard``); the response is Parquet in ``runners.output.OUTPUT_SCHEMA``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from runners.job import JobConfig, JobError
+from runners.output import OUTPUT_SCHEMA
+from runners.sagemaker.serving import codecs
+from runners.stages import Classify, Preprocess, default_batch_size
+
+SERVING_CONFIG = "serving.json"  # job options the handler needs, written by package.py
+WEIGHTS_FILE = "model.pth"  # state dict; absent when serving.json says weights "random"
+ID_COLUMN = "id"  # shards always carry their ids in this column
+
+
+@dataclass
+class ServingModel:
+    config: JobConfig
+    preprocess: Preprocess
+    classify: Classify
+    batch_rows: int  # images per model call
+
+
+def model_fn(model_dir: str) -> ServingModel:
+    """Load the model once per worker from the unpacked model.tar.gz."""
+    with open(os.path.join(model_dir, SERVING_CONFIG)) as f:
+        options = json.load(f)
+    weights = options.pop("weights")
+    if weights != "random":
+        weights = os.path.join(model_dir, WEIGHTS_FILE)
+    raw_shape = options.pop("raw_shape", None)
+    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN,
+                       raw_shape=tuple(raw_shape) if raw_shape else None, **options)
+    classify = Classify(config)
+    batch_rows = default_batch_size(config, classify.predictor.device.type == "cuda")
+    return ServingModel(config, Preprocess(config), classify, batch_rows)
+
+
+def input_fn(body: bytes, content_type: str) -> pa.Table:
+    """The request body as a table; raises a named error for an unknown type or bad body."""
+    return codecs.decode(body, content_type)
+
+
+def predict_fn(data: pa.Table, model: ServingModel) -> pa.Table:
+    """One output row per input row, in input order, ``batch_rows`` images per model call."""
+    for column in (ID_COLUMN, model.config.image_column):
+        if column not in data.schema.names:
+            raise codecs.UndecodableInputError(f"request has no {column!r} column (columns: {', '.join(data.schema.names)})")
+    parts = [OUTPUT_SCHEMA.empty_table()]
+    for batch in data.to_batches(max_chunksize=model.batch_rows):
+        try:
+            out = model.preprocess(batch)
+        except JobError as e:  # e.g. an image column of the wrong type: the request's fault, a 4xx
+            raise codecs.UndecodableInputError(str(e)) from e
+        parts.append(model.classify(batch.column(ID_COLUMN).cast(pa.string()).to_pylist(), out.pixels, out.errors))
+    return pa.concat_tables(parts)
+
+
+def output_fn(prediction: pa.Table, accept: str) -> tuple[bytes, str]:
+    """The response body and its content type (the toolkit accepts this pair)."""
+    return codecs.encode(prediction, accept)

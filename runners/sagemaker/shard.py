@@ -1,0 +1,102 @@
+"""Split the planned input into the Parquet shards Batch Transform sends, one per request.
+
+Use before any transform, local or on AWS. Batch Transform cannot split Parquet, and it
+sends each input object as one request no larger than ``MaxPayloadInMB``; each object's
+``.out`` is written only if the whole object succeeded. So each planned input file is cut
+into consecutive row ranges whose Parquet bytes fit the cap (encoded images barely
+compress, so the in-memory size is a close guess; a shard that still comes out too big is
+halved). A shard carries ``id`` (our row ids) and the image column (plus per-row shape
+columns for raw pixels). A single image bigger than the cap cannot be sent at all: it
+becomes an error row here, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from runners.sagemaker.serving.handler import ID_COLUMN
+from runners.source import SHAPE_COLUMNS, InputPlan, read_file
+from storage import Location, storage_errors
+
+MB = 1024 * 1024
+# Rows read at a time while filling a shard: small, so a shard lands close to the cap.
+READ_ROWS = 16
+# Room for the Parquet footer and page headers, which the in-memory size does not count.
+FOOTER_MARGIN = 64 * 1024
+
+
+@dataclass
+class Sharding:
+    shards: list[str] = field(default_factory=list)  # shard object names, in input order
+    oversized: dict[str, str] = field(default_factory=dict)  # id -> why it could not be sent
+
+
+def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sharding:
+    """Write ``shard-FFFFF-NNNN.parquet`` objects under ``location``; returns their names."""
+    cap = max_payload_mb * MB
+    sharding = Sharding()
+    with storage_errors(location.uri):
+        location.filesystem.create_dir(location.path, recursive=True)
+    for index, file in enumerate(plan.files):
+        for number, table in enumerate(_file_shards(plan, file, cap, sharding.oversized)):
+            name = f"shard-{index:05d}-{number:04d}.parquet"
+            for part, data in enumerate(_serialize(table, cap)):
+                part_name = name if part == 0 else name.replace(".parquet", f"-{part}.parquet")
+                _put(location, part_name, data)
+                sharding.shards.append(part_name)
+    return sharding
+
+
+def _file_shards(plan: InputPlan, file, cap: int, oversized: dict[str, str]) -> Iterator[pa.Table]:
+    """Tables of consecutive rows of one file, each about ``cap`` bytes or less in memory."""
+    budget, pending, size = cap - FOOTER_MARGIN, [], 0
+    for ids, records in read_file(plan, file, READ_ROWS):
+        for row in _rows_that_fit(_shard_table(plan, ids, records), budget, cap, oversized):
+            if pending and size + row.nbytes > budget:
+                yield pa.concat_tables(pending)
+                pending, size = [], 0
+            pending.append(row)
+            size += row.nbytes
+    if pending:
+        yield pa.concat_tables(pending)
+
+
+def _rows_that_fit(table: pa.Table, budget: int, cap: int, oversized: dict[str, str]) -> list[pa.Table]:
+    """The table (or, when it is over budget, its rows one by one) minus rows bigger than the cap."""
+    if table.nbytes <= budget:
+        return [table]
+    rows = [table.slice(i, 1) for i in range(table.num_rows)]
+    for row in rows:
+        if row.nbytes > budget:
+            oversized[row.column(ID_COLUMN)[0].as_py()] = (
+                f"image of {row.nbytes / MB:.1f} MB exceeds MaxPayloadInMB={cap // MB}; raise --max-payload-mb (max 100)"
+            )
+    return [row for row in rows if row.nbytes <= budget]
+
+
+def _shard_table(plan: InputPlan, ids: list[str], records: pa.RecordBatch) -> pa.Table:
+    columns = {ID_COLUMN: pa.array(ids, pa.string()), plan.image_column: records.column(plan.image_column)}
+    if plan.shape_columns:
+        columns.update({c: records.column(c) for c in SHAPE_COLUMNS})
+    return pa.table(columns)
+
+
+def _serialize(table: pa.Table, cap: int) -> list[bytes]:
+    """Parquet bytes of ``table``, halved until every piece fits the cap."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    if sink.tell() <= cap or table.num_rows == 1:
+        return [sink.getvalue()]
+    half = table.num_rows // 2
+    return _serialize(table.slice(0, half), cap) + _serialize(table.slice(half), cap)
+
+
+def _put(location: Location, name: str, data: bytes) -> None:
+    path = location.join(name)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_output_stream(path) as out:
+        out.write(data)

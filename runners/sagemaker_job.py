@@ -1,0 +1,125 @@
+"""python -m runners.sagemaker_job: batch inference on SageMaker Batch Transform, or --local.
+
+    python -m runners.sagemaker_job --input s3://bucket/images/ --output s3://bucket/preds/ \\
+        --role arn:aws:iam::123456789012:role/batch-inference --region us-east-1
+    python -m runners.sagemaker_job --local --weights random --input ./images --output ./preds
+
+Both paths do the same steps: cut the input into Parquet shards under MaxPayloadInMB, build
+model.tar.gz (our handler and shared code), transform every shard (on AWS: a transform job;
+``--local``: a loopback server holding the packaged handler), turn the ``.out`` objects into
+output files, and let the shared driver verify, commit and write the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from runners.driver import PreparedJob, finish_job, prepare_job
+from runners.job import JobError, config_from_args, get_args_parser, run_main
+from runners.report import print_summary
+from runners.sagemaker import aws, local_transform, package, server
+from runners.sagemaker.assemble import assemble
+from runners.sagemaker.options import SageMakerOptions, add_sagemaker_options, options_from_args
+from runners.sagemaker.shard import Sharding, write_shards
+from storage import Location, resolve, storage_errors
+
+
+def get_sagemaker_args_parser() -> argparse.ArgumentParser:
+    parser = get_args_parser(prog="python -m runners.sagemaker_job", description=__doc__.splitlines()[0])
+    add_sagemaker_options(parser)
+    return parser
+
+
+def staging_location(job: PreparedJob, options: SageMakerOptions) -> Location:
+    """Where this run's shards, model.tar.gz and .out objects go (a prefix per run)."""
+    if options.staging_s3_uri:
+        base = resolve(options.staging_s3_uri, job.config.s3_endpoint_url)
+    else:
+        # Under the output's _staging/: a re-run of the job clears it, readers never see it.
+        base = Location(job.output.filesystem, job.output.join("_staging"), job.output.uri_of(job.output.join("_staging")))
+    if not options.local and not base.is_s3:
+        raise JobError(f"SageMaker reads and writes S3 only, and {base.uri} is not on S3; pass --staging-s3-uri s3://bucket/prefix/")
+    return child(base, f"sagemaker-{job.run_id}")
+
+
+def child(location: Location, name: str) -> Location:
+    path = location.join(name)
+    return Location(location.filesystem, path, location.uri_of(path))
+
+
+def transform_local(job: PreparedJob, options: SageMakerOptions, tar_path: str, shards: list[str], staging: Location) -> dict[str, str]:
+    """Serve the packaged handler on loopback and send it every shard; returns failures."""
+    with tempfile.TemporaryDirectory(prefix="sagemaker-model-") as model_dir:
+        serving = server.start_server(package.unpack(tar_path, model_dir), options.host, 0, options.max_payload_mb)
+        try:
+            print(f"sagemaker --local: serving on {serving.url}, {len(shards)} shards", file=sys.stderr)
+            transform = local_transform.Transform(serving.url, child(staging, "input"), child(staging, "output"),
+                                                  options.max_concurrent_transforms)
+            return local_transform.run_transform(transform, shards)
+        finally:
+            serving.shutdown()
+            serving.server_close()
+
+
+def aws_target(options: SageMakerOptions) -> tuple[object, str]:
+    """The SageMaker client and serving image, found before any work so a bad region stops early."""
+    client = aws.sagemaker_client(options.region)
+    return client, options.image_uri or aws.image_uri(client.meta.region_name, options.instance_type)
+
+
+def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, staging: Location) -> dict[str, str]:
+    """Upload the model, run a transform job, wait; returns failures (none known by shard on AWS)."""
+    client, image = aws_target(options)
+    model = resolve(options.model_s3_uri, job.config.s3_endpoint_url) if options.model_s3_uri else child(staging, "model.tar.gz")
+    request = aws.TransformRequest(
+        name=f"sbi-{job.run_id}"[:63],
+        model_data_url=package.upload(tar_path, model),
+        input_uri=child(staging, "input").uri + "/",
+        output_uri=child(staging, "output").uri + "/",
+    )
+    aws.create_model(client, request, options, image)
+    aws.create_transform_job(client, request, options)
+    print(f"sagemaker: started transform job {request.name} on {options.instance_count} x {options.instance_type}", file=sys.stderr)
+    described = aws.wait(client, request.name, options.timeout_minutes * 60)
+    return {} if described["TransformJobStatus"] == "Completed" else {"*": described.get("FailureReason", "the job failed")}
+
+
+def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location) -> tuple[Sharding, dict[str, str]]:
+    sharding = write_shards(job.plan, child(staging, "input"), options.max_payload_mb)
+    with tempfile.TemporaryDirectory(prefix="sagemaker-package-") as tmp:
+        tar_path = package.build_model_tar(job.config, tmp)
+        if options.local:
+            return sharding, transform_local(job, options, tar_path, sharding.shards, staging)
+        return sharding, transform_aws(job, options, tar_path, staging)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the job; returns the manifest."""
+    args = get_sagemaker_args_parser().parse_args(argv)
+    options = options_from_args(args)  # before prepare_job: a bad option stops before any work
+    if not options.local:
+        aws_target(options)
+    job = prepare_job(config_from_args(args))
+    staging = staging_location(job, options)
+    started = time.perf_counter()
+    sharding, failures = run_transform(job, options, staging)
+    if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
+        failures = {shard: failures["*"] for shard in sharding.shards}
+    failed = assemble(sharding.shards, child(staging, "input"), child(staging, "output"), (job.output, job.staging),
+             failures, sharding.oversized)
+    seconds = time.perf_counter() - started
+    extra = {"packages": ["boto3"], "sagemaker": {**options.__dict__, "shards": len(sharding.shards),
+                                                  "failed_shards": failed}}
+    manifest = finish_job(job, "sagemaker", seconds, extra)
+    with storage_errors(staging.uri):
+        staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed output stays
+    print_summary(manifest)
+    return manifest
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

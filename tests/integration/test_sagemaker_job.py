@@ -1,0 +1,101 @@
+"""python -m runners.sagemaker_job end to end: --local on a real S3 server, and the AWS path's
+API calls against moto (which accepts a transform job and marks it Completed without running it)."""
+
+from __future__ import annotations
+
+import io
+
+import boto3
+import numpy as np
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from inference import Predictions
+from runners import sagemaker_job
+from runners.job import JobConfig, run_main
+from runners.output import prediction_table
+from runners.sagemaker import aws
+from runners.source import plan_input, read_file
+from runners.stages import Classify, Preprocess
+from storage import resolve
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+
+ROLE = "arn:aws:iam::123456789012:role/batch-inference"
+
+
+def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket, s3_env):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    manifest = sagemaker_job.main(["--local", "--weights", "random", "--input", f"s3://{s3_bucket}/images/",
+                                   "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env,
+                                   "--max-concurrent-transforms", "2"])
+    rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert written == manifest and manifest["engine"] == "sagemaker" and manifest["sagemaker"]["failed_shards"] == []
+    assert_output_contract(rows, manifest, ids, bad)
+    # Parity with Ray: Ray's test holds its output equal to these stages called directly.
+    config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env)
+    plan = plan_input(resolve(config.input, s3_env), config)
+    preprocess, classify, by_id = Preprocess(config), Classify(config), {r["id"]: r for r in rows}
+    for file in plan.files:
+        for batch_ids, batch in read_file(plan, file, batch_rows=64):
+            out = preprocess(batch)
+            for row in classify(batch_ids, out.pixels, out.errors).to_pylist():
+                assert by_id[row["id"]]["topk_labels"] == row["topk_labels"]
+                if row["topk_scores"]:
+                    np.testing.assert_allclose(by_id[row["id"]]["topk_scores"], row["topk_scores"], atol=1e-4)
+
+
+def test_bad_option_is_one_line_before_any_work(capsys):
+    assert run_main(sagemaker_job.main, ["--local", "--max-payload-mb", "50", "--max-concurrent-transforms", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "3 x --max-payload-mb 50 = 150 exceeds SageMaker's limit of 100" in err
+
+
+def _place_out_objects(s3_env: str, skip: int):
+    """Stand in for the service: write a fake .out for every shard but the ``skip``-th."""
+    real_wait = aws.wait
+
+    def wait(client, name, timeout_s, **kwargs):
+        job = client.describe_transform_job(TransformJobName=name)
+        shards = resolve(job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"], s3_env)
+        outputs = resolve(job["TransformOutput"]["S3OutputPath"], s3_env)
+        names = sorted(i.path.rsplit("/", 1)[1] for i in shards.filesystem.get_file_info(pafs.FileSelector(shards.path)))
+        for index, name_ in enumerate(names):
+            if index == skip:
+                continue
+            with shards.filesystem.open_input_file(shards.join(name_)) as f:
+                ids = pq.read_table(io.BytesIO(f.read())).column("id").to_pylist()
+            n = len(ids)
+            fake = Predictions(np.full(n, 7), np.full(n, 0.5, np.float32), np.full((n, 1), 7), np.full((n, 1), 0.5, np.float32))
+            with outputs.filesystem.open_output_stream(outputs.join(name_ + ".out")) as out:
+                pq.write_table(prediction_table(ids, [None] * n, fake), out)
+        return real_wait(client, name, timeout_s, poll_s=0, **kwargs)
+
+    return wait
+
+
+def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", s3_env)  # moto's server speaks every service
+    monkeypatch.setattr(aws, "wait", _place_out_objects(s3_env, skip=1))
+    ids, _ = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    manifest = sagemaker_job.main([
+        "--weights", "random", "--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/",
+        "--s3-endpoint-url", s3_env, "--role", ROLE, "--region", "us-east-1", "--max-payload-mb", "4",
+        "--max-concurrent-transforms", "2", "--instance-type", "ml.g5.2xlarge",
+    ])
+    client = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=s3_env)
+    job = client.describe_transform_job(TransformJobName=client.list_transform_jobs()["TransformJobSummaries"][0]["TransformJobName"])
+    assert job["TransformJobStatus"] == "Completed" and job["MaxPayloadInMB"] == 4 and job["MaxConcurrentTransforms"] == 2
+    assert job["TransformResources"] == {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1}
+    assert job["TransformInput"]["ContentType"] == "application/x-parquet" and job["TransformInput"]["SplitType"] == "None"
+    staging = f"s3://{s3_bucket}/preds/_staging/sagemaker-{manifest['run_id']}/"
+    assert job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == staging + "input/"
+    assert job["TransformOutput"]["S3OutputPath"] == staging + "output/"
+    model = client.describe_model(ModelName=job["ModelName"])
+    assert model["PrimaryContainer"]["Image"] == aws.image_uri("us-east-1", "ml.g5.2xlarge")
+    assert model["PrimaryContainer"]["ModelDataUrl"] == staging + "model.tar.gz" and model["ExecutionRoleArn"] == ROLE
+    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert sorted(r["id"] for r in rows) == sorted(ids)  # nothing lost: the shard without .out is error rows
+    missing = [r for r in rows if r["error"]]
+    assert missing and all("no .out object for shard shard-00001-0000.parquet" in r["error"] for r in missing)
+    assert all(r["label"] == 7 for r in rows if not r["error"]) and manifest["sagemaker"]["failed_shards"] == ["shard-00001-0000.parquet"]

@@ -1,0 +1,73 @@
+"""Sharding under the payload cap, the SageMaker options' limits, and .out assembly."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from runners.job import JobConfig, JobError
+from runners.output import OUTPUT_SCHEMA
+from runners.sagemaker.assemble import assemble
+from runners.sagemaker.options import SageMakerOptions
+from runners.sagemaker.shard import MB, write_shards
+from runners.source import plan_input
+from storage import resolve
+
+
+def _write_blobs(directory, sizes: list[int]) -> list[str]:
+    """Two input files of random "image" blobs (sharding never decodes them)."""
+    os.makedirs(directory)
+    ids = [f"img-{i}" for i in range(len(sizes))]
+    half = len(sizes) // 2
+    for part, (lo, hi) in enumerate([(0, half), (half, len(sizes))]):
+        table = pa.table({"id": ids[lo:hi], "image": pa.array([os.urandom(s) for s in sizes[lo:hi]], pa.binary())})
+        pq.write_table(table, f"{directory}/part-{part}.parquet")
+    return ids
+
+
+def test_shards_fit_the_cap_keep_order_and_refuse_oversized_images(tmp_path):
+    sizes = [200_000] * 12 + [int(1.5 * MB)] + [300_000] * 5
+    ids = _write_blobs(tmp_path / "in", sizes)
+    config = JobConfig(input=str(tmp_path / "in"), output=None, weights="random")
+    out = resolve(str(tmp_path / "shards"))
+    sharding = write_shards(plan_input(resolve(config.input), config), out, max_payload_mb=1)
+    sizes_on_disk = [os.path.getsize(tmp_path / "shards" / s) for s in sharding.shards]
+    assert len(sharding.shards) >= 5 and max(sizes_on_disk) <= MB
+    shard_ids = sum((pq.read_table(tmp_path / "shards" / s).column("id").to_pylist() for s in sharding.shards), [])
+    assert shard_ids == [i for i in ids if i != "img-12"]
+    assert list(sharding.oversized) == ["img-12"] and "MaxPayloadInMB=1" in sharding.oversized["img-12"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"max_concurrent_transforms": 20, "max_payload_mb": 6}, "20 x --max-payload-mb 6 = 120 exceeds SageMaker's limit of 100"),
+        ({"max_payload_mb": 101}, "between 1 and 100"),
+        ({"batch_strategy": "Line"}, "MultiRecord, SingleRecord"),
+        ({"local": False}, "--role ARN is required"),
+    ],
+)
+def test_options_refuse_what_sagemaker_would(changes, message):
+    with pytest.raises(JobError, match=message):
+        SageMakerOptions(**{"local": True, "role": None, **changes})
+
+
+def test_assembly_keeps_every_row_of_a_shard_without_out(tmp_path):
+    shards, outs = resolve(str(tmp_path / "in")), resolve(str(tmp_path / "out"))
+    os.makedirs(tmp_path / "in"), os.makedirs(tmp_path / "out")
+    for name, ids in {"a.parquet": ["1", "2"], "b.parquet": ["3"], "c.parquet": ["4"]}.items():
+        pq.write_table(pa.table({"id": ids, "image": [b"x"] * len(ids)}), tmp_path / "in" / name)
+    good = pa.table({"id": ["1", "2"], "label": [3, 4], "score": [0.5, 0.25], "topk_labels": [[3], [4]],
+                     "topk_scores": [[0.5], [0.25]], "error": [None, None]}, schema=OUTPUT_SCHEMA)
+    pq.write_table(good, tmp_path / "out" / "a.parquet.out")
+    pq.write_table(good.slice(0, 1), tmp_path / "out" / "c.parquet.out")  # wrong ids for shard c
+    failed = assemble(["a.parquet", "b.parquet", "c.parquet"], shards, outs, (resolve(str(tmp_path)), str(tmp_path / "staged")),
+                      failures={"b.parquet": "HTTP 500: boom"}, oversized={"5": "too big"})
+    rows = {r["id"]: r for r in pq.read_table(tmp_path / "staged").to_pylist()}
+    assert failed == ["b.parquet", "c.parquet"] and sorted(rows) == ["1", "2", "3", "4", "5"]
+    assert rows["1"]["label"] == 3 and rows["2"]["error"] is None
+    assert "no .out object for shard b.parquet" in rows["3"]["error"] and "HTTP 500: boom" in rows["3"]["error"]
+    assert "does not hold one output row per shard row" in rows["4"]["error"] and rows["5"]["error"] == "too big"
