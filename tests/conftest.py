@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import uuid
 
 import boto3
 import pytest
@@ -30,8 +32,9 @@ def s3_env(s3_endpoint) -> str:
 
 @pytest.fixture()
 def s3_bucket(s3_env, request) -> str:
-    """A fresh bucket on the moto server; yields its name."""
-    name = "test-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
+    """A fresh bucket on the moto server, unique per test even when two modules share a test name."""
+    stem = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40]
+    name = f"t-{stem}-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=s3_env).create_bucket(Bucket=name)
     return name
 
