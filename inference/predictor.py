@@ -3,10 +3,17 @@
 One ``Predictor`` per worker (Ray actor, Spark Python worker, SageMaker model server); the
 model is loaded once and reused for every batch. The host sends uint8 (4x fewer bytes than
 float32); conversion and ImageNet normalisation run on the device.
+
+On CUDA each calling thread gets its own stream, and copies go through pinned memory without
+blocking, so an engine that calls from two threads (the Ray GPU actors do) overlaps one
+batch's host-to-device copy and readback with the other's compute. ``compile=True`` wraps the
+model in ``torch.compile`` and pads every batch to ``batch_size`` so it compiles once.
 """
 
 from __future__ import annotations
 
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,34 +42,56 @@ class Predictor:
         device: torch.device,
         precision: Precision | None = None,
         topk: int = DEFAULT_TOPK,
+        *,
+        compile: bool = False,
+        batch_size: int | None = None,
     ) -> None:
         self.device = device
         self.precision: Precision = precision or default_precision(device)
         self.topk = topk
         self._check_precision()
-        self._model = model.module.eval().to(device, memory_format=torch.channels_last)
+        if compile and not batch_size:
+            raise ValueError("Predictor(compile=True) needs batch_size: batches are padded to it so the model compiles once")
+        self._pad_to = batch_size if compile else None
+        module = model.module.eval().to(device, memory_format=torch.channels_last)
+        self._model = torch.compile(module) if compile else module
         # Scaled by 255 so uint8 pixels normalise in one fused sub/div: (x - 255*mean) / (255*std).
         self._mean = torch.tensor(model.mean, device=device).view(1, 3, 1, 1) * 255
         self._std = torch.tensor(model.std, device=device).view(1, 3, 1, 1) * 255
+        self._streams = threading.local()  # one CUDA stream per calling thread
+        if compile:
+            crop = model.eval_size.crop
+            self(np.zeros((batch_size, crop, crop, 3), np.uint8))  # compile now, not in the first batch
 
     @torch.inference_mode()
-    def __call__(self, pixels: np.ndarray) -> Predictions:
-        """Classify ``pixels``: (N, H, W, 3) uint8."""
-        if pixels.ndim != 4 or pixels.shape[-1] != 3 or pixels.dtype != np.uint8:
-            raise ValueError(f"Predictor expects (N, H, W, 3) uint8 pixels, got {pixels.shape} {pixels.dtype}")
+    def __call__(self, pixels: np.ndarray | torch.Tensor) -> Predictions:
+        """Classify ``pixels``: (N, H, W, 3) uint8, in host memory or already on the device."""
+        _check_pixels(pixels)
         if len(pixels) == 0:
             return _empty(self.topk)
-        probabilities = self._forward(self._to_device(pixels))
-        scores, labels = probabilities.topk(self.topk, dim=1)
-        scores, labels = scores.cpu().numpy(), labels.cpu().numpy().astype(np.int64)
+        with self._stream():
+            rows = len(pixels)
+            probabilities = self._forward(self._to_device(pixels))[:rows]
+            scores, labels = probabilities.topk(self.topk, dim=1)
+            scores, labels = self._to_host(scores), self._to_host(labels)
+        labels = labels.astype(np.int64)
         return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores)
 
-    def _to_device(self, pixels: np.ndarray) -> torch.Tensor:
-        if not pixels.flags.writeable:  # engines hand out read-only views; torch wants to own writable memory
-            pixels = pixels.copy()
-        batch = torch.from_numpy(np.ascontiguousarray(pixels))  # (N, H, W, 3) uint8
-        if self.device.type == "cuda":
-            batch = batch.pin_memory().to(self.device, non_blocking=True)
+    def _stream(self) -> AbstractContextManager:
+        if self.device.type != "cuda":
+            return nullcontext()
+        if not hasattr(self._streams, "stream"):
+            self._streams.stream = torch.cuda.Stream(self.device)
+        return torch.cuda.stream(self._streams.stream)
+
+    def _to_device(self, pixels: np.ndarray | torch.Tensor) -> torch.Tensor:
+        batch = pixels if isinstance(pixels, torch.Tensor) else _host_tensor(pixels)
+        if self._pad_to and len(batch) < self._pad_to:
+            batch = torch.cat([batch, batch.new_zeros((self._pad_to - len(batch), *batch.shape[1:]))])
+        if batch.device != self.device:
+            if self.device.type == "cuda":
+                batch = batch.pin_memory()
+            batch = batch.to(self.device, non_blocking=True)
         # (N, 3, H, W) view of NHWC memory: already channels_last, no copy.
         batch = batch.permute(0, 3, 1, 2).float()
         return batch.sub_(self._mean).div_(self._std)
@@ -73,11 +102,31 @@ class Predictor:
             logits = self._model(batch)
         return logits.float().softmax(dim=1)
 
+    def _to_host(self, tensor: torch.Tensor) -> np.ndarray:
+        if self.device.type != "cuda":
+            return tensor.numpy()
+        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+        host.copy_(tensor, non_blocking=True)
+        torch.cuda.current_stream(self.device).synchronize()  # this thread's stream only
+        return host.numpy()
+
     def _check_precision(self) -> None:
         if self.precision == "fp16" and self.device.type == "cpu":
             raise ValueError("--precision fp16 needs a GPU; use fp32 or bf16 on CPU")
         if self.precision == "bf16" and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError(f"--precision bf16 is not supported by {torch.cuda.get_device_name(self.device)}; use fp16")
+
+
+def _check_pixels(pixels: np.ndarray | torch.Tensor) -> None:
+    dtype_ok = pixels.dtype == (torch.uint8 if isinstance(pixels, torch.Tensor) else np.uint8)
+    if pixels.ndim != 4 or pixels.shape[-1] != 3 or not dtype_ok:
+        raise ValueError(f"Predictor expects (N, H, W, 3) uint8 pixels, got {tuple(pixels.shape)} {pixels.dtype}")
+
+
+def _host_tensor(pixels: np.ndarray) -> torch.Tensor:
+    if not pixels.flags.writeable:  # engines hand out read-only views; torch wants to own writable memory
+        pixels = pixels.copy()
+    return torch.from_numpy(np.ascontiguousarray(pixels))
 
 
 def _empty(topk: int) -> Predictions:

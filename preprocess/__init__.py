@@ -5,18 +5,22 @@ center-crop to the model's eval size as uint8 HWC. Normalisation happens on the 
 (see ``inference.predictor``), so what crosses the wire is 1 byte per channel.
 
 No engine imports here: Ray, Spark and SageMaker all call ``preprocess_batch``.
+``preprocess.gpu_decode`` does the same on the predictor's device (``--decode gpu``); it is
+imported only where that is asked for.
 """
 
 from preprocess.batch import PreprocessedBatch, preprocess_batch
-from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw
+from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, ImageHeader, decode_image, inspect_image, pixels_from_raw
 from preprocess.transform import EvalSize, resize_center_crop
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "EvalSize",
     "ImageError",
+    "ImageHeader",
     "PreprocessedBatch",
     "decode_image",
+    "inspect_image",
     "pixels_from_raw",
     "preprocess_batch",
     "resize_center_crop",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -46,6 +47,22 @@ def decode_image(data: bytes, *, min_size: int = 0, max_pixels: int = DEFAULT_MA
     except (OSError, SyntaxError, ValueError) as e:  # Pillow's truncated/corrupt stream errors
         raise ImageError(f"undecodable {image.format or 'image'}: {e}") from e
     return _to_rgb(image)
+
+
+@dataclass(frozen=True)
+class ImageHeader:
+    format: str  # Pillow's format name: JPEG, PNG, WEBP, ...
+    mode: str  # Pillow's mode before conversion: RGB, L, CMYK, I;16, ...
+    size: tuple[int, int]  # (width, height)
+
+
+def inspect_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> ImageHeader:
+    """Read only the header: format, mode and size, refusing bombs; no pixel is decoded."""
+    if not data:
+        raise ImageError("empty image: the image cell has no bytes")
+    image = _open(data)
+    _check_pixel_count(image, max_pixels)
+    return ImageHeader(image.format or "", image.mode, image.size)
 
 
 def pixels_from_raw(pixels: np.ndarray | bytes, shape: tuple[int, int, int]) -> Image.Image:

@@ -18,6 +18,7 @@ from inference.device import PRECISIONS
 from preprocess import DEFAULT_MAX_PIXELS
 from storage import StorageError
 
+DECODES = ("cpu", "gpu")
 EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every refused job
 
 
@@ -40,6 +41,8 @@ class JobConfig:
     topk: int = 5  # length of topk_labels / topk_scores
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
     overwrite: bool = False  # replace an output prefix that already has a manifest
+    decode: str = "cpu"  # cpu: CPU workers decode; gpu: JPEGs decoded (nvJPEG) and resized on the predictor's device
+    compile: bool = False  # torch.compile the model (compiles once per worker, at start)
 
     def __post_init__(self) -> None:
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
@@ -50,6 +53,9 @@ class JobConfig:
         _require(bool(self.image_column), "--image-column must not be empty")
         _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
                  f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")
+        _require(self.decode in DECODES, f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
+        _require(self.decode == "cpu" or self.raw_shape is None,
+                 "--decode gpu decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
         _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
                  "--output must differ from --input")
 
@@ -87,6 +93,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, default=5, help="labels kept per image (default: 5)")
+    model.add_argument("--decode", choices=DECODES, default="cpu",
+                       help="cpu: decode on CPU workers (default); gpu: batched nvJPEG + resize on the predictor's GPU, CPU for non-JPEG")
+    model.add_argument("--compile", action="store_true", help="torch.compile the model once per worker (slower start, faster batches)")
     model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
     return parser
 

@@ -45,19 +45,26 @@ class RayPreprocess:
         record_placement(run_id, "preprocess")
         self.plan = plan
         self.preprocess = Preprocess(config)
+        self.decode_on_device = config.decode == "gpu"
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
         for path, rows in zip(batch["path"], batch["rows"]):
             for ids, records in read_file(self.plan, InputFile(str(path), int(rows)), PREPROCESS_BATCH_ROWS):
-                out = self.preprocess(records)
-                # Arrow, not a dict of numpy: Ray would turn the None errors of good rows into NaN.
-                yield pa.table(
-                    {
-                        "id": pa.array(ids, pa.string()),
-                        "pixels": ArrowTensorArray.from_numpy(out.pixels),
-                        "error": pa.array(out.errors, pa.string()),
-                    }
-                )
+                yield self._block(ids, records)
+
+    def _block(self, ids: list[str], records: pa.RecordBatch) -> pa.Table:
+        if self.decode_on_device:
+            # --decode gpu: hand the encoded bytes on; the predictor decodes them on its device.
+            return pa.table({"id": pa.array(ids, pa.string()), "image": pa.array(self.preprocess.encoded_cells(records), pa.binary())})
+        out = self.preprocess(records)
+        # Arrow, not a dict of numpy: Ray would turn the None errors of good rows into NaN.
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "pixels": ArrowTensorArray.from_numpy(out.pixels),
+                "error": pa.array(out.errors, pa.string()),
+            }
+        )
 
 
 class RayClassify:
@@ -75,6 +82,8 @@ class RayClassify:
             torch.set_num_threads(os.cpu_count() or 1)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
+        if "image" in batch:  # --decode gpu
+            return self.classify.classify_encoded(batch["id"].tolist(), batch["image"].tolist())
         return self.classify(batch["id"].tolist(), batch["pixels"], batch["error"].tolist())
 
 
@@ -108,11 +117,24 @@ def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
     ).map_batches(
         RayClassify,
         batch_size=scaling.batch_size,
-        # A fixed pool: GPU pools autoscaling from 1 have been seen stuck at 1 (ray#59144).
-        compute=ray.data.ActorPoolStrategy(size=scaling.classify_actors),
+        compute=classify_pool(scaling),
         num_gpus=1 if scaling.gpus else 0,
         num_cpus=1,
         fn_constructor_kwargs={"config": job.config, "run_id": job.run_id},
+    )
+
+
+def classify_pool(scaling: Scaling) -> ray.data.ActorPoolStrategy:
+    """A fixed pool: GPU pools autoscaling from 1 have been seen stuck at 1 (ray#59144).
+
+    On GPUs each actor runs two calls at once, each on its own CUDA stream (see
+    ``inference.predictor``): one batch's copy to the device and readback overlap the
+    other's compute, and Ray's batching of the next input overlaps both.
+    """
+    if not scaling.gpus:
+        return ray.data.ActorPoolStrategy(size=scaling.classify_actors)
+    return ray.data.ActorPoolStrategy(
+        size=scaling.classify_actors, max_concurrent_calls_per_actor=2, enable_true_multi_threading=True
     )
 
 

@@ -103,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     options = options_from_args(args)  # before prepare_job: a bad option stops before any work
     if not options.local:
         aws_target(options)
-    job = prepare_job(config_from_args(args))
+    config = config_from_args(args)
+    if config.decode == "gpu":
+        raise JobError("--decode gpu is not supported by the SageMaker runner (its handler decodes on the instance's CPUs); use --decode cpu")
+    job = prepare_job(config)
     staging = staging_location(job, options)
     started = time.perf_counter()
     sharding, failures = run_transform(job, options, staging)

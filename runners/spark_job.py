@@ -158,7 +158,10 @@ def _remove_dir(job: PreparedJob, path: str) -> None:
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_spark_args_parser().parse_args(argv)
-    job = prepare_job(config_from_args(args))
+    config = config_from_args(args)
+    if args.udf == "series" and config.decode == "gpu":
+        raise JobError("--udf series reproduces the reference benchmark's CPU decode; --decode gpu needs --udf iterator")
+    job = prepare_job(config)
     spark, owns = get_session(args.master, default_batch_size(job.config, has_gpu=False))
     try:
         gpus = spark.conf.get("spark.task.resource.gpu.amount", None)

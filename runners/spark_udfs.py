@@ -80,6 +80,9 @@ def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[tu
     for batch in files:
         for path, rows in zip(batch.column("path").to_pylist(), batch.column("rows").to_pylist()):
             for ids, records in read_file(spec.plan, InputFile(path, rows), spec.batch_size):
+                if spec.config.decode == "gpu":  # decoded on the model's device by classify_encoded
+                    yield ids, preprocess.encoded_cells(records), None
+                    continue
                 out = preprocess(records)
                 yield ids, out.pixels, out.errors
 
@@ -168,7 +171,13 @@ class ReadAndClassify:
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         classify = cached_classifier(self.spec.config)
         batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
-        yield from write_partition(self.spec, (classify(ids, pixels, errors) for ids, pixels, errors in batches))
+        yield from write_partition(self.spec, (_classified(classify, *batch) for batch in batches))
+
+
+def _classified(classify: Classify, ids: list[str], pixels_or_cells: np.ndarray | list, errors: list | None) -> pa.Table:
+    if errors is None:  # --decode gpu: encoded cells
+        return classify.classify_encoded(ids, pixels_or_cells)
+    return classify(ids, pixels_or_cells, errors)
 
 
 class ReadAndPreprocess:

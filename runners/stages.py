@@ -4,6 +4,10 @@
 - ``Classify``: pixels + errors -> the output table (the model's device).
 Ray wraps each in an actor pool, Spark calls both in one pandas UDF, SageMaker's handler
 calls both per request. State (the model) lives in ``__init__``: built once per worker.
+
+With ``--decode gpu`` the CPU stage only hands on the encoded cells
+(``Preprocess.encoded_cells``) and ``Classify.classify_encoded`` decodes and resizes them on
+the model's device (``preprocess.gpu_decode``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import pyarrow as pa
 from inference import Predictor, choose_device, load_model
 from inference.model import eval_size
 from preprocess import PreprocessedBatch, preprocess_batch
+from preprocess.gpu_decode import preprocess_on_device
 from runners.job import JobConfig, JobError
 from runners.output import prediction_table
 from runners.source import SHAPE_COLUMNS
@@ -35,6 +40,10 @@ class Preprocess:
         cells = image_cells(batch.column(self.config.image_column), raw=self._raw(batch) is not None)
         return preprocess_batch(cells, self.size, raw_shapes=self._raw(batch), max_pixels=self.config.max_pixels)
 
+    def encoded_cells(self, batch: pa.RecordBatch | pa.Table) -> list[bytes | None]:
+        """The encoded image cells, undecoded: ``--decode gpu`` decodes them on the model's device."""
+        return image_cells(batch.column(self.config.image_column), raw=False)
+
     def _raw(self, batch: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
         if self.config.raw_shape is not None:
             return [self.config.raw_shape] * batch.num_rows
@@ -47,15 +56,26 @@ class Classify:
     """Run the model on the rows that decoded and build the output rows."""
 
     def __init__(self, config: JobConfig, gpu_ids: list[int] | None = None) -> None:
+        self.config = config
         device = choose_device(gpu_ids)
+        model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
+        self.size = model.eval_size
         self.predictor = Predictor(
-            load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url), device, config.precision, config.topk
+            model, device, config.precision, config.topk,
+            compile=config.compile, batch_size=default_batch_size(config, device.type == "cuda"),
         )
 
     def __call__(self, ids: Sequence[str], pixels: np.ndarray, errors: Sequence[str | None]) -> pa.Table:
         ok = np.array([e is None for e in errors], dtype=bool)
         predictions = self.predictor(pixels[ok] if not ok.all() else pixels)
         return prediction_table(ids, errors, predictions)
+
+    def classify_encoded(self, ids: Sequence[str], cells: Sequence[bytes | None]) -> pa.Table:
+        """``--decode gpu``: decode and resize on the model's device, then classify."""
+        batch = preprocess_on_device(cells, self.predictor.device, self.size, max_pixels=self.config.max_pixels)
+        ok = [i for i, e in enumerate(batch.errors) if e is None]
+        pixels = batch.pixels if len(ok) == len(cells) else batch.pixels[ok]
+        return prediction_table(ids, batch.errors, self.predictor(pixels))
 
 
 def default_batch_size(config: JobConfig, has_gpu: bool) -> int:

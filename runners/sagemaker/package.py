@@ -35,7 +35,7 @@ ENTRY_POINT = "handler.py"  # SAGEMAKER_PROGRAM; not inference.py, which would s
 REQUIREMENTS = "pyarrow>=15\n"
 # The runners modules the handler imports (runners.ray_job etc. would need their engines).
 RUNNERS_MODULES = ("__init__.py", "job.py", "output.py", "source.py", "stages.py")
-SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels", "precision", "batch_size")
+SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels", "precision", "batch_size", "compile")
 
 
 def serving_options(config: JobConfig) -> dict:

@@ -74,3 +74,30 @@ def test_empty_batch_and_bad_shapes(model):
 def test_fp16_on_cpu_is_refused_with_the_fix(model):
     with pytest.raises(ValueError, match="fp16 needs a GPU"):
         Predictor(model, CPU, "fp16")
+
+
+def test_tensor_input_gives_the_numpy_answers(model, images):
+    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    predictor = Predictor(model, CPU)
+    from_numpy, from_tensor = predictor(pixels), predictor(torch.from_numpy(pixels.copy()))
+    assert np.array_equal(from_numpy.topk_labels, from_tensor.topk_labels)
+    np.testing.assert_array_equal(from_numpy.topk_scores, from_tensor.topk_scores)
+    with pytest.raises(ValueError, match="uint8"):
+        predictor(torch.zeros((1, 224, 224, 3), dtype=torch.float32))
+
+
+def test_concurrent_calls_from_two_threads_give_the_sequential_answers(model, images):
+    """The Ray GPU actors call the predictor from two threads at once (each on its own stream)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [preprocess_batch([encoded(i)], eval_size()).pixels for i in images]
+    predictor = Predictor(model, CPU)
+    sequential = [predictor(b).topk_labels for b in batches]
+    with ThreadPoolExecutor(2) as pool:
+        concurrent = [p.topk_labels for p in pool.map(predictor, batches)]
+    assert all(np.array_equal(a, b) for a, b in zip(sequential, concurrent))
+
+
+def test_compile_needs_a_batch_size_to_pad_to(model):
+    with pytest.raises(ValueError, match="needs batch_size"):
+        Predictor(model, CPU, compile=True)

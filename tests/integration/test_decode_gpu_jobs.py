@@ -1,0 +1,51 @@
+"""``--decode gpu`` end to end on the CPU device: Ray and Spark meet the output contract and agree.
+
+Without CUDA the device path decodes with libjpeg-turbo on the predictor's CPU; the routing,
+the CPU fallback and the error rows are the same code as on a GPU. Ray runs in a subprocess so
+that this module's Spark and a Ray never share a process (as in test_parity).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from pyspark.sql import SparkSession
+
+from runners import spark_job
+from runners.job import run_main
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+
+
+def test_ray_and_spark_decode_on_the_device_and_agree(tmp_path):
+    ids, bad = write_mixed(str(tmp_path / "in"))
+    common = ["--input", str(tmp_path / "in"), "--weights", "random", "--batch-size", "8", "--decode", "gpu"]
+    subprocess.run([sys.executable, "-m", "runners.ray_job", *common, "--output", str(tmp_path / "ray")], check=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        spark_job.main([*common, "--output", str(tmp_path / "spark")])
+    finally:
+        spark.stop()
+    ray_rows, ray_manifest = read_output(str(tmp_path / "ray"))
+    spark_rows, spark_manifest = read_output(str(tmp_path / "spark"))
+    assert_output_contract(ray_rows, ray_manifest, ids, bad)
+    assert_output_contract(spark_rows, spark_manifest, ids, bad)
+    assert ray_manifest["config"]["decode"] == spark_manifest["config"]["decode"] == "gpu"
+    spark_by_id = {r["id"]: r for r in spark_rows}
+    for row in ray_rows:
+        assert (row["label"], row["error"]) == (spark_by_id[row["id"]]["label"], spark_by_id[row["id"]]["error"]), row["id"]
+
+
+def test_sagemaker_and_series_udf_refuse_gpu_decode_in_one_line(tmp_path, capsys):
+    from runners import sagemaker_job
+
+    common = ["--input", str(tmp_path), "--decode", "gpu"]
+    assert run_main(sagemaker_job.main, [*common, "--local"]) == 2
+    assert run_main(spark_job.main, [*common, "--udf", "series"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all("--decode gpu" in line for line in errors), errors
+    assert run_main(spark_job.main, [*common, "--raw-shape", "8,8,3"]) == 2
+    assert "raw pixels" in capsys.readouterr().err
