@@ -52,7 +52,16 @@ class Predictor:
             raise ValueError(f"Predictor expects (N, H, W, 3) uint8 pixels, got {pixels.shape} {pixels.dtype}")
         if len(pixels) == 0:
             return _empty(self.topk)
-        probabilities = self._forward(self._to_device(pixels))
+        return self.predict_on_device(self._to_device(pixels))
+
+    @torch.inference_mode()
+    def predict_on_device(self, batch: torch.Tensor) -> Predictions:
+        """Classify ``batch``: (N, H, W, 3) uint8 already on ``self.device``.
+
+        What ``__call__`` does after the host-to-device copy; ``inference.benchmark`` times
+        it to measure the model alone on the same path.
+        """
+        probabilities = self._forward(self._normalize(batch))
         scores, labels = probabilities.topk(self.topk, dim=1)
         scores, labels = scores.cpu().numpy(), labels.cpu().numpy().astype(np.int64)
         return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores)
@@ -62,7 +71,11 @@ class Predictor:
             pixels = pixels.copy()
         batch = torch.from_numpy(np.ascontiguousarray(pixels))  # (N, H, W, 3) uint8
         if self.device.type == "cuda":
+            # pin_memory() returns the tensor itself when a DataLoader already pinned it.
             batch = batch.pin_memory().to(self.device, non_blocking=True)
+        return batch
+
+    def _normalize(self, batch: torch.Tensor) -> torch.Tensor:
         # (N, 3, H, W) view of NHWC memory: already channels_last, no copy.
         batch = batch.permute(0, 3, 1, 2).float()
         return batch.sub_(self._mean).div_(self._std)

@@ -74,3 +74,11 @@ def test_empty_batch_and_bad_shapes(model):
 def test_fp16_on_cpu_is_refused_with_the_fix(model):
     with pytest.raises(ValueError, match="fp16 needs a GPU"):
         Predictor(model, CPU, "fp16")
+
+
+def test_predict_on_device_is_the_call_path_without_the_copy(model, images):
+    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    predictor = Predictor(model, CPU, "fp32")
+    direct, on_device = predictor(pixels), predictor.predict_on_device(torch.from_numpy(pixels))
+    assert np.array_equal(direct.topk_labels, on_device.topk_labels)
+    np.testing.assert_array_equal(direct.topk_scores, on_device.topk_scores)
