@@ -90,7 +90,7 @@ class Predictor:
             batch = torch.cat([batch, batch.new_zeros((self._pad_to - len(batch), *batch.shape[1:]))])
         if batch.device != self.device:
             if self.device.type == "cuda":
-                batch = batch.pin_memory()
+                batch = batch.pin_memory()  # no copy when a DataLoader already pinned it
             batch = batch.to(self.device, non_blocking=True)
         # (N, 3, H, W) view of NHWC memory: already channels_last, no copy.
         batch = batch.permute(0, 3, 1, 2).float()

@@ -119,6 +119,26 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
     return JobConfig(**values)
 
 
+def config_to_argv(config: JobConfig) -> list[str]:
+    """The shared options that ``config_from_args`` turns back into ``config``.
+
+    For a tool that starts runners with one config (``runners.compare``); lives here so it
+    follows the parser when an option is added.
+    """
+    argv = []
+    for field in dataclasses.fields(JobConfig):
+        value, option = getattr(config, field.name), "--" + field.name.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(option)
+        elif isinstance(value, tuple):
+            argv += [option, ",".join(map(str, value))]
+        else:
+            argv += [option, str(value)]
+    return argv
+
+
 def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> int:
     """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2."""
     try:

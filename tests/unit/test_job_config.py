@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runners.job import JobConfig, JobError, config_from_args, get_args_parser
+from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,16 @@ def test_config_is_frozen_and_recorded_whole():
     with pytest.raises(AttributeError):
         config.limit = 3  # type: ignore[misc]
     assert config.to_dict()["weights"] == "imagenet" and set(config.to_dict()) >= {"input", "output", "batch_size"}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        JobConfig(input="s3://b/in", output="/tmp/out", weights="random"),
+        JobConfig(input="in", output="out", weights="/w.pt", s3_endpoint_url="http://127.0.0.1:9000", image_column="img",
+                  id_column="key", raw_shape=(256, 256, 3), limit=7, batch_size=8, precision="bf16", topk=3,
+                  max_pixels=1000, overwrite=True),
+    ],
+)
+def test_config_to_argv_parses_back_to_the_same_config(config):
+    assert config_from_args(get_args_parser().parse_args(config_to_argv(config))) == config

@@ -1,0 +1,219 @@
+"""python -m runners.compare: every engine on the same data, model, batch size and precision.
+
+    python -m runners.compare --engines ray,spark,sagemaker,local --input s3://bucket/images/ \\
+        --weights random --report ./compare-report --instance g5.xlarge
+
+Runs each engine's job on this machine, one after another, into ``<report>/outputs/<engine>/``:
+Ray on a fresh local Ray, Spark on ``local[*]``, SageMaker in ``--local`` mode, and
+``runners.local_job`` (plain PyTorch, the baseline). Then it times the model alone on input
+already on the device (the ceiling), checks that the engines agree row by row (parity), and
+writes results.json, results.md and chart.png into the report directory, printing the table.
+``--stage preprocess`` times the CPU preprocessing alone per core instead (``all``: both).
+Exit code 1 when an engine failed or the outputs disagree; the report is written either way.
+
+Each engine runs as its own process (``python -m runners.<engine>_job``), as a user runs it:
+every engine starts cold under the same conditions, nothing one engine leaves behind (Spark's
+JVM outlives ``spark.stop()``, Ray's driver state, the SageMaker server's threads) slows or
+breaks the next, and a crashed engine fails its row instead of the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inference import choose_device, default_precision, load_model
+from inference.benchmark import model_only_images_per_sec
+from inference.model import RECIPE, LoadedModel, eval_size
+from preprocess import preprocess_batch
+from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
+from runners import compare_report, report, sample
+from runners.commit import MANIFEST
+from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser, run_main
+from runners.parity import Parity, check_parity, read_outcomes
+from runners.prices import DEFAULT_TABLE, engine_prices
+from runners.source import InputPlan, plan_input, read_file
+from runners.stages import default_batch_size, image_cells
+from storage import resolve
+
+# How each engine runs on one machine; every other option is the shared config.
+ENGINE_OPTIONS = {
+    "ray": ["--address", "local"],  # a fresh local Ray, never a cluster that happens to run here
+    "spark": ["--master", "local[*]"],
+    "sagemaker": ["--local"],  # the packaged handler behind a loopback server
+    "local": [],
+}
+STAGES = ("jobs", "preprocess", "all")
+PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
+PREPROCESS_REPEATS = 3
+EXIT_DISAGREE = 1  # an engine failed or the outputs disagree
+
+
+@dataclass
+class Comparison:
+    results: dict
+    report: str  # the report directory
+
+    @property
+    def exit_code(self) -> int:
+        parity = self.results["parity"]
+        failed = any(r["failed"] for r in self.results["runs"])
+        return EXIT_DISAGREE if failed or (parity is not None and not parity["ok"]) else 0
+
+
+def get_compare_args_parser() -> argparse.ArgumentParser:
+    parser = get_args_parser(prog="python -m runners.compare", description=__doc__.splitlines()[0])
+    group = parser.add_argument_group("compare")
+    group.add_argument("--engines", default=",".join(ENGINE_OPTIONS), help=f"comma-separated subset of {','.join(ENGINE_OPTIONS)} (default: all)")
+    group.add_argument("--report", help="local directory for results.json, results.md, chart.png and outputs/<engine>/ (default: a new temp dir)")
+    group.add_argument("--stage", choices=STAGES, default="jobs", help="jobs: run the engines (default); preprocess: time CPU preprocessing per core; all: both")
+    group.add_argument("--price-per-hour", help="ENGINE=USD,... e.g. ray=1.006,spark=1.006: adds $ per million images")
+    group.add_argument("--instance", help="instance type priced from --prices for every engine, e.g. g5.xlarge")
+    group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: benchmarks/prices.json)")
+    group.add_argument("--model-only-seconds", type=float, default=10.0, help="how long to time the model alone (default: 10)")
+    group.add_argument("--append-results", help="also append results.json as one line to this JSONL file, e.g. benchmarks/results/compare.jsonl")
+    group.add_argument("--note", default="", help="free text recorded with the results (e.g. 'machine shared')")
+    return parser
+
+
+def parse_engines(text: str) -> list[str]:
+    engines = [e.strip() for e in text.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ENGINE_OPTIONS]
+    if unknown or not engines or len(set(engines)) != len(engines):
+        raise JobError(f"--engines must name each of {', '.join(ENGINE_OPTIONS)} at most once, got {text!r}")
+    return engines
+
+
+def comparison_config(args: argparse.Namespace, report_dir: str) -> JobConfig:
+    """The one config every engine gets: the sample written once, batch size and precision resolved."""
+    config = config_from_args(args)
+    if config.input is None:
+        config = dataclasses.replace(config, input=sample.write_sample(os.path.join(report_dir, "input")))
+    device = choose_device()
+    return dataclasses.replace(config, batch_size=default_batch_size(config, device.type == "cuda"),
+                               precision=config.precision or default_precision(device))
+
+
+def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str:
+    """The local report directory; refuse finished outputs there unless --overwrite."""
+    report_dir = path or tempfile.mkdtemp(prefix="compare-")
+    if "://" in report_dir:
+        raise JobError(f"--report {report_dir}: the report is written locally; pass a local directory")
+    finished = [e for e in engines if os.path.exists(os.path.join(report_dir, "outputs", e, MANIFEST))]
+    if finished and not overwrite:
+        raise JobError(f"{report_dir} already holds outputs of {', '.join(finished)}; pass --overwrite or a new --report")
+    os.makedirs(report_dir, exist_ok=True)
+    return report_dir
+
+
+def run_engine(engine: str, config: JobConfig, report_dir: str) -> tuple[dict | None, str | None]:
+    """Run one engine's job in its own process; returns (manifest, None), or (None, why it failed)."""
+    output = os.path.join(report_dir, "outputs", engine)
+    argv = [sys.executable, "-m", f"runners.{engine}_job", *config_to_argv(dataclasses.replace(config, output=output)),
+            *ENGINE_OPTIONS[engine]]
+    print(f"== {engine}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
+    code = subprocess.run(argv, check=False).returncode
+    if code != 0:
+        return None, f"exit code {code}"
+    with open(os.path.join(output, MANIFEST)) as f:
+        return json.load(f), None
+
+
+def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,
+                args: argparse.Namespace) -> tuple[list[dict], Parity, dict]:
+    """Every engine's row, their parity and the model-only ceiling they are measured against."""
+    prices = engine_prices(engines, args.price_per_hour, args.instance, args.prices)
+    done = {engine: run_engine(engine, config, report_dir) for engine in engines}
+    device = choose_device()
+    print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
+    model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,
+                                                              seconds=args.model_only_seconds, compile=config.compile))
+    rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed)
+            for e, (manifest, failed) in done.items()]
+    parity = check_parity({e: read_outcomes(m["output"], config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
+    return rows, parity, model_only
+
+
+def preprocess_stage(plan: InputPlan, config: JobConfig) -> list[dict]:
+    """Preprocessing per core on the input's own images: ours against torchvision's eval transform."""
+    if plan.shape_columns or config.raw_shape:
+        raise JobError("--stage preprocess times image decoding, but this input holds raw pixels; use an encoded input")
+    images, size = _decodable_images(plan, config), eval_size()
+    methods = {
+        "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(size)),
+        "torchvision_resize_crop": (f"torchvision v2 Resize({size.resize}) + CenterCrop({size.crop}) on PIL, uint8",
+                                    torchvision_resize_crop(size)),
+        "torchvision_preset": ("torchvision ResNet50_Weights.DEFAULT.transforms() (float, normalised)",
+                               torchvision_transform(RECIPE.transforms())),
+    }
+    rates = {name: per_core_rate(fn, images, PREPROCESS_REPEATS) for name, (_, fn) in methods.items()}
+    return [{"method": name, "description": methods[name][0], "images": len(images), "repeats": PREPROCESS_REPEATS,
+             "images_per_sec_per_core": round(rate, 1), "ours_speedup": round(rates["ours"] / rate, 2)}
+            for name, rate in rates.items()]
+
+
+def _decodable_images(plan: InputPlan, config: JobConfig) -> list[bytes]:
+    """The first PREPROCESS_MAX_IMAGES encoded images of the input that decode (bad rows would only time errors)."""
+    cells: list[bytes] = []
+    for file in plan.files:
+        for _, batch in read_file(plan, file, PREPROCESS_MAX_IMAGES):
+            cells += image_cells(batch.column(config.image_column), raw=False)[: PREPROCESS_MAX_IMAGES - len(cells)]
+        if len(cells) >= PREPROCESS_MAX_IMAGES:
+            break
+    errors = preprocess_batch(cells, eval_size(), max_pixels=config.max_pixels).errors
+    images = [c for c, e in zip(cells, errors) if e is None]
+    if not images:
+        raise JobError(f"{config.input}: no decodable image among the first {len(cells)} rows to time")
+    return images
+
+
+def main(argv: Sequence[str] | None = None) -> Comparison:
+    """Run the comparison; returns its results (``exit_code`` says whether it passed)."""
+    args = get_compare_args_parser().parse_args(argv)
+    if args.output:
+        raise JobError("--output: compare writes each engine's output to <--report>/outputs/<engine>/; pass --report DIR")
+    engines = parse_engines(args.engines)
+    report_dir = prepare_report(args.report, engines, args.overwrite)
+    config = comparison_config(args, report_dir)
+    plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)  # a bad input stops here, once
+    model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # so do unusable weights
+    rows, parity, model_only = [], None, None
+    if args.stage in ("jobs", "all"):
+        rows, parity, model_only = run_engines(engines, config, model, report_dir, args)
+    results = {
+        "runs": rows,
+        "parity": dataclasses.asdict(parity) if parity else None,
+        "model_only": model_only,
+        "preprocess": preprocess_stage(plan, config) if args.stage in ("preprocess", "all") else [],
+        "command": shlex.join(["python", "-m", "runners.compare", *(sys.argv[1:] if argv is None else argv)]),
+        "note": args.note,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "hardware": report.hardware(),
+        "versions": report.versions("ray", "pyspark", "boto3"),
+    }
+    compare_report.write_report(report_dir, results)
+    if args.append_results:
+        with open(args.append_results, "a") as f:
+            f.write(json.dumps(results, default=str) + "\n")
+    print(compare_report.markdown(results))
+    print(f"report: {report_dir} ({compare_report.RESULTS_JSON}, {compare_report.RESULTS_MD}, {compare_report.CHART_PNG})")
+    return Comparison(results, report_dir)
+
+
+def _cli() -> int:
+    comparisons: list[Comparison] = []
+    code = run_main(lambda argv: comparisons.append(main(argv)))
+    return code or comparisons[0].exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())

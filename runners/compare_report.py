@@ -1,0 +1,155 @@
+"""What ``runners.compare`` writes: results.json, results.md (the printed table) and chart.png.
+
+``run_row`` turns one engine's manifest into its results row; ``markdown`` renders the
+tables; ``write_report`` writes all three files into the report directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from runners.prices import Price, dollars_per_million_images
+
+RESULTS_JSON, RESULTS_MD, CHART_PNG = "results.json", "results.md", "chart.png"
+# Keys every manifest has (runners/driver.py finish_job); the rest are the engine's own settings.
+MANIFEST_KEYS = {"engine", "run_id", "input", "output", "config", "counts", "seconds", "images_per_sec", "files",
+                 "error_examples", "versions", "hardware", "manifest"}
+
+
+def run_row(engine: str, manifest: dict | None, model_only: float | None, price: Price | None, failed: str | None = None) -> dict:
+    """One engine's results row; ``manifest`` is None when the engine failed (``failed`` says how)."""
+    manifest = manifest or {}
+    counts, ips = manifest.get("counts", {}), manifest.get("images_per_sec")
+    return {
+        "engine": engine,
+        "images": counts.get("rows_out"),
+        "errors": counts.get("errored"),
+        "seconds": manifest.get("seconds"),
+        "images_per_sec": ips,
+        "model_only_images_per_sec": model_only,
+        "model_only_ratio": round(ips / model_only, 3) if ips and model_only else None,
+        "price_per_hour": price.usd_per_hour if price else None,
+        "price_source": price.source if price else None,
+        "dollars_per_million_images": dollars_per_million_images(price, ips),
+        "config": manifest.get("config"),
+        "hardware": manifest.get("hardware"),
+        "versions": manifest.get("versions"),
+        "settings": {k: v for k, v in manifest.items() if k not in MANIFEST_KEYS},
+        "output": manifest.get("output"),
+        "failed": failed,
+    }
+
+
+def markdown(results: dict) -> str:
+    """The report as Markdown: engines table, parity, model-only line, preprocessing table."""
+    parts = [_engines_table(results["runs"]), _unpriced_text(results["runs"]), _parity_text(results["parity"]),
+             _model_only_text(results["model_only"])]
+    if results["preprocess"]:
+        parts.append(_preprocess_table(results["preprocess"]))
+    parts.append(f"Command: `{results['command']}`  \nHardware: {_hardware_text(results['hardware'])}")
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def write_report(directory: str, results: dict) -> list[str]:
+    """Write results.json, results.md and (when engines ran) chart.png; returns their paths."""
+    paths = [os.path.join(directory, RESULTS_JSON), os.path.join(directory, RESULTS_MD)]
+    with open(paths[0], "w") as f:
+        json.dump(results, f, indent=2, default=str)
+    with open(paths[1], "w") as f:
+        f.write(markdown(results))
+    if any(r["images_per_sec"] for r in results["runs"]):
+        paths.append(write_chart(os.path.join(directory, CHART_PNG), results))
+    return paths
+
+
+def write_chart(path: str, results: dict) -> str:
+    """Bar chart of images/sec by engine, the model-only ceiling as a dashed line."""
+    runs = [r for r in results["runs"] if r["images_per_sec"]]
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    FigureCanvasAgg(figure)  # render with Agg: no display, no pyplot global state
+    axes = figure.add_subplot()
+    bars = axes.bar([r["engine"] for r in runs], [r["images_per_sec"] for r in runs], color="#4C72B0")
+    axes.bar_label(bars, fmt="%.1f")
+    model_only = results["model_only"]
+    top = max(r["images_per_sec"] for r in runs)
+    if model_only:
+        axes.axhline(model_only["images_per_sec"], color="#C44E52", linestyle="--",
+                     label=f"model only: {model_only['images_per_sec']:.1f} images/s")
+        axes.legend(loc="best")
+        top = max(top, model_only["images_per_sec"])
+    axes.set_ylim(0, top * 1.25)  # room for the bar labels and the legend
+    axes.set_ylabel("images/sec (end to end)")
+    axes.set_title(f"ResNet50 {_setup_text(results)}, {runs[0]['images']} images, {_hardware_text(results['hardware'])}", fontsize=9)
+    figure.savefig(path, dpi=120)
+    return path
+
+
+def _engines_table(runs: list[dict]) -> str:
+    if not runs:
+        return ""
+    lines = ["| engine | images | errors | seconds | images/s | model-only images/s | of model-only | $/hour | $/M images |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        if r["failed"]:
+            lines.append(f"| {r['engine']} | failed: {r['failed']} | | | | | | | |")
+            continue
+        ratio = f"{r['model_only_ratio']:.0%}" if r["model_only_ratio"] is not None else "-"
+        lines.append(f"| {r['engine']} | {r['images']} | {r['errors']} | {r['seconds']:.1f} | {r['images_per_sec']:.1f} | "
+                     f"{_num(r['model_only_images_per_sec'], '.1f')} | {ratio} | {_num(r['price_per_hour'], '.3f')} | "
+                     f"{_num(r['dollars_per_million_images'], ',.2f')} |")
+    return "\n".join(lines)
+
+
+def _unpriced_text(runs: list[dict]) -> str:
+    unpriced = [r["engine"] for r in runs if r["price_per_hour"] is None]
+    if not unpriced or len(unpriced) == len(runs):
+        return ""
+    return f"No price for {', '.join(unpriced)}: pass --price-per-hour ENGINE=USD (SageMaker bills ml.* instances at its own rate)."
+
+
+def _parity_text(parity: dict | None) -> str:
+    if parity is None:
+        return ""
+    if len(parity["engines"]) < 2:
+        return f"Parity: not checked, fewer than two engines finished ({', '.join(parity['engines']) or 'none'})."
+    if parity["ok"]:
+        return (f"Parity: OK. {len(parity['engines'])} engines agree on all {parity['rows']} ids "
+                "(same ids, same top-1 label, same rows errored).")
+    lines = [f"Parity: FAILED. {parity['mismatches']} of {parity['rows']} ids disagree; examples:", "",
+             "| id | " + " | ".join(parity["engines"]) + " |", "|---|" + "---|" * len(parity["engines"])]
+    lines += ["| " + " | ".join([str(e["id"]), *(str(e[n]) for n in parity["engines"])]) + " |" for e in parity["examples"]]
+    return "\n".join(lines)
+
+
+def _model_only_text(model_only: dict | None) -> str:
+    if not model_only:
+        return ""
+    return (f"Model only: {model_only['images_per_sec']:.1f} images/s on {model_only['device']} "
+            f"({model_only['precision']}, batch {model_only['batch_size']}, {model_only['batches']} batches in "
+            f"{model_only['seconds']:.1f} s): the same model and predictor on a batch already on the device.")
+
+
+def _preprocess_table(rows: list[dict]) -> str:
+    lines = [f"Preprocessing per core: one thread, the same {rows[0]['images']} images of the input, best of {rows[0]['repeats']}.",
+             "", "| method | images/s per core | ours is |", "|---|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['description']} | {r['images_per_sec_per_core']:.1f} | {r['ours_speedup']:.2f}x |")
+    return "\n".join(lines)
+
+
+def _setup_text(results: dict) -> str:
+    model_only = results["model_only"] or {}
+    return f"{model_only.get('precision', '')} batch {model_only.get('batch_size', '')}".strip()
+
+
+def _hardware_text(hardware: dict) -> str:
+    gpus = ", ".join(hardware.get("gpus") or []) or "no GPU"
+    return f"{hardware.get('cpu_count')} x {hardware.get('cpu')}, {hardware.get('memory_gib')} GiB, {gpus}"
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)

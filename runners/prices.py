@@ -1,0 +1,81 @@
+"""Dollars per hour for each engine, to turn images/sec into dollars per million images.
+
+Use ``--price-per-hour ray=1.2,spark=0.9`` (per engine), or ``--instance g5.xlarge`` to look
+the instance up in ``benchmarks/prices.json`` (list prices with their date and source).
+Explicit prices win over the table. SageMaker bills ``ml.<instance>`` at its own, higher
+rate, so with ``--instance`` it is priced only when the table lists ``ml.<instance>``. An
+engine without a price gets no dollars per million images rather than a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from runners.job import JobError
+
+DEFAULT_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "prices.json")
+SECONDS_PER_HOUR = 3600
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    source: str  # "--price-per-hour", or the instance type and the table's label
+
+
+def engine_prices(engines: list[str], option: str | None, instance: str | None, table_path: str = DEFAULT_TABLE) -> dict[str, Price]:
+    """The price of each engine that has one: ``option`` (ENGINE=USD,...) over the ``instance``'s table entry."""
+    prices = _from_table(engines, instance, table_path) if instance else {}
+    for engine, usd in parse_price_option(option, engines).items():
+        prices[engine] = Price(usd, "--price-per-hour")
+    return prices
+
+
+def parse_price_option(text: str | None, engines: list[str]) -> dict[str, float]:
+    """``ray=1.2,spark=0.9`` -> {"ray": 1.2, "spark": 0.9}; names must be engines being compared."""
+    prices: dict[str, float] = {}
+    for item in filter(None, (text or "").split(",")):
+        engine, _, usd = item.partition("=")
+        try:
+            value = float(usd)
+        except ValueError as e:
+            raise JobError(f"--price-per-hour: expected ENGINE=USD such as ray=1.006, got {item!r}") from e
+        if engine not in engines:
+            raise JobError(f"--price-per-hour: {engine!r} is not one of the engines compared ({', '.join(engines)})")
+        if value <= 0:
+            raise JobError(f"--price-per-hour: {engine} must cost more than 0 per hour, got {usd}")
+        prices[engine] = value
+    return prices
+
+
+def dollars_per_million_images(price: Price | None, images_per_sec: float | None) -> float | None:
+    if price is None or not images_per_sec:
+        return None
+    return round(price.usd_per_hour / (images_per_sec * SECONDS_PER_HOUR) * 1e6, 2)
+
+
+def _from_table(engines: list[str], instance: str, table_path: str) -> dict[str, Price]:
+    table = _load_table(table_path)
+    known = table["usd_per_hour"]
+    if instance not in known:
+        raise JobError(f"--instance {instance}: not in {table_path} (it lists {', '.join(sorted(known))}); "
+                       "pass --price-per-hour ENGINE=USD instead")
+    prices = {}
+    for engine in engines:
+        name = f"ml.{instance}" if engine == "sagemaker" else instance
+        if name in known:
+            prices[engine] = Price(known[name], f"{name}, {table['label']}")
+    return prices
+
+
+def _load_table(path: str) -> dict:
+    try:
+        with open(path) as f:
+            table = json.load(f)
+    except (OSError, ValueError) as e:
+        raise JobError(f"cannot read the price table {path} ({e}); pass --prices FILE or --price-per-hour ENGINE=USD") from e
+    if not isinstance(table, dict) or not isinstance(table.get("usd_per_hour"), dict) or "label" not in table:
+        raise JobError(f"{path}: expected {{\"label\": ..., \"usd_per_hour\": {{INSTANCE: USD}}}} as in benchmarks/prices.json")
+    return table

@@ -1,0 +1,161 @@
+"""python -m runners.compare end to end: all four engines once on a tiny set, then its report and parity.
+
+The engines run once for the module (each in its own process, as compare runs them); the
+tests read what that run wrote. The parity failure is real: an engine's output altered on
+disk, read back through the manifest like any other output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import shutil
+
+import matplotlib.image
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from runners import compare, compare_report
+from runners.job import run_main
+from runners.make_dataset import synthetic_rows, write_dataset
+from runners.parity import check_parity, read_outcomes
+from storage import resolve
+from tests.common.images import bad_images
+
+ENGINES = ["ray", "spark", "sagemaker", "local"]
+PRICE = 1.006  # $/hour given to every engine
+RUN_KEYS = {"engine", "images", "errors", "seconds", "images_per_sec", "model_only_images_per_sec", "config", "hardware", "versions"}
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """One compare run: 11 JPEGs and a truncated one in 3 files, batch 8, random weights."""
+    root = tmp_path_factory.mktemp("compare")
+    rows = [*synthetic_rows(11, "jpeg", (320, 240), seed=3), ("bad-truncated", bad_images()["truncated-jpeg"])]
+    write_dataset(resolve(str(root / "in")), iter(rows), rows_per_file=5)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        comparison = compare.main(["--engines", ",".join(ENGINES), "--input", str(root / "in"), "--weights", "random",
+                                   "--batch-size", "8", "--report", str(root / "report"), "--stage", "all",
+                                   "--model-only-seconds", "1", "--price-per-hour", ",".join(f"{e}={PRICE}" for e in ENGINES)])
+    return comparison, root / "report", printed.getvalue()
+
+
+def test_one_row_per_engine_taken_from_its_manifest(compared):
+    comparison, report, _ = compared
+    results = json.loads((report / "results.json").read_text())
+    assert [r["engine"] for r in results["runs"]] == ENGINES
+    model_only = results["model_only"]["images_per_sec"]
+    assert model_only > 0 and results["model_only"]["batch_size"] == 8 and results["model_only"]["precision"] == "fp32"
+    for row in results["runs"]:
+        manifest = json.loads((report / "outputs" / row["engine"] / "_SUCCESS.json").read_text())
+        assert RUN_KEYS <= set(row) and row["failed"] is None
+        assert (row["images"], row["errors"]) == (12, 1) == (manifest["counts"]["rows_out"], manifest["counts"]["errored"])
+        assert (row["seconds"], row["images_per_sec"]) == (manifest["seconds"], manifest["images_per_sec"])
+        assert row["model_only_images_per_sec"] == model_only
+        assert row["model_only_ratio"] == round(row["images_per_sec"] / model_only, 3)
+        assert row["dollars_per_million_images"] == pytest.approx(PRICE / (row["images_per_sec"] * 3600) * 1e6, abs=0.01)
+        same = {k: v for k, v in row["config"].items() if k != "output"}
+        assert same == {k: v for k, v in results["runs"][0]["config"].items() if k != "output"}
+        assert (same["batch_size"], same["precision"], same["weights"]) == (8, "fp32", "random")
+        assert row["hardware"]["cpu_count"] >= 1 and "torch" in row["versions"]
+    assert results["runs"][-1]["settings"]["local"]["batch_size"] == 8
+
+
+def test_engines_agree_and_the_run_passes(compared):
+    comparison, report, _ = compared
+    parity = json.loads((report / "results.json").read_text())["parity"]
+    assert parity == {"ok": True, "mismatches": 0, "rows": 12, "engines": ENGINES, "examples": []}
+    assert comparison.exit_code == 0
+
+
+def test_report_files_chart_and_printed_table(compared):
+    _, report, printed = compared
+    assert (report / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    height, width, _ = matplotlib.image.imread(str(report / "chart.png")).shape
+    assert width > 400 and height > 200
+    markdown = (report / "results.md").read_text()
+    for engine in ENGINES:
+        assert sum(line.startswith(f"| {engine} | 12 | 1 |") for line in markdown.splitlines()) == 1, engine
+    assert "Parity: OK. 4 engines agree on all 12 ids" in markdown
+    assert markdown in printed
+
+
+def test_preprocess_stage_times_the_inputs_decodable_images(compared):
+    _, report, _ = compared
+    rows = json.loads((report / "results.json").read_text())["preprocess"]
+    assert [r["method"] for r in rows] == ["ours", "torchvision_resize_crop", "torchvision_preset"]
+    for row in rows:
+        assert row["images"] == 11 and row["images_per_sec_per_core"] > 0  # the truncated JPEG is left out
+        assert row["ours_speedup"] == pytest.approx(rows[0]["images_per_sec_per_core"] / row["images_per_sec_per_core"], rel=0.02)
+
+
+def _alter(output, relabel: str, drop: str, error: str) -> None:
+    """Rewrite an output as one Parquet file: one label changed, one row removed, one good row turned into an error."""
+    manifest = json.loads((output / "_SUCCESS.json").read_text())
+    paths = [output / name for name in manifest["files"]]
+    table = pa.concat_tables([pq.read_table(p) for p in paths])
+    rows = table.filter(pc.field("id") != drop).to_pylist()
+    for row in rows:
+        if row["id"] == relabel:
+            row["label"] = (row["label"] + 1) % 1000
+        if row["id"] == error:
+            row.update(label=None, score=None, topk_labels=None, topk_scores=None, error="injected")
+    for p in paths:
+        p.unlink()
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), paths[0])
+    (output / "_SUCCESS.json").write_text(json.dumps({**manifest, "files": [paths[0].name]}))
+
+
+def test_an_altered_output_fails_parity_with_examples_and_exit_1(compared, tmp_path):
+    comparison, report, _ = compared
+    altered = tmp_path / "local"
+    shutil.copytree(report / "outputs" / "local", altered)
+    reference = read_outcomes(str(report / "outputs" / "ray"))
+    relabel, drop, error = "img-00000001", "img-00000002", "img-00000003"
+    _alter(altered, relabel, drop, error)
+    parity = check_parity({"ray": reference, "local": read_outcomes(str(altered))})
+    assert (parity.ok, parity.mismatches, parity.rows) == (False, 3, 12)
+    assert parity.examples == [
+        {"id": relabel, "ray": f"label {reference[relabel][0]}", "local": f"label {(reference[relabel][0] + 1) % 1000}"},
+        {"id": drop, "ray": f"label {reference[drop][0]}", "local": "missing"},
+        {"id": error, "ray": f"label {reference[error][0]}", "local": "error: injected"},
+    ]
+    results = {**comparison.results, "parity": dataclasses.asdict(parity)}
+    compare_report.write_report(str(tmp_path), results)
+    assert compare.Comparison(results, str(tmp_path)).exit_code == 1
+    markdown = (tmp_path / "results.md").read_text()
+    assert "Parity: FAILED. 3 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop][0]} | missing |" in markdown
+    assert json.loads((tmp_path / "results.json").read_text())["parity"]["ok"] is False
+
+
+def test_a_failed_engine_fails_its_row_and_the_run(tmp_path, capfd):
+    write_dataset(resolve(str(tmp_path / "in")), synthetic_rows(2, "jpeg", (64, 48), seed=0), rows_per_file=2)
+    (tmp_path / "report" / "outputs" / "ray").mkdir(parents=True)
+    (tmp_path / "report" / "outputs" / "ray" / "notes.txt").write_text("not ours")  # ray_job refuses this output
+    comparison = compare.main(["--engines", "ray", "--input", str(tmp_path / "in"), "--weights", "random",
+                               "--report", str(tmp_path / "report"), "--model-only-seconds", "0", "--batch-size", "2"])
+    (row,) = comparison.results["runs"]
+    assert row["failed"] == "exit code 2" and row["images_per_sec"] is None and comparison.exit_code == 1
+    assert "holds files this job did not write" in capfd.readouterr().err
+    markdown = (tmp_path / "report" / "results.md").read_text()
+    assert "| ray | failed: exit code 2 |" in markdown and "Parity: not checked" in markdown
+    assert not (tmp_path / "report" / "chart.png").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--engines", "ray,flink"], "--engines must name each of ray, spark, sagemaker, local at most once, got 'ray,flink'"),
+        (["--output", "/tmp/x"], "--output: compare writes each engine's output to <--report>/outputs/<engine>/"),
+        (["--report", "s3://bucket/report"], "the report is written locally"),
+    ],
+)
+def test_bad_options_are_one_line_before_any_work(argv, message, capsys):
+    assert run_main(compare.main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
