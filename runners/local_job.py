@@ -53,6 +53,9 @@ class PlannedFiles(IterableDataset):
         preprocess = Preprocess(self.config)
         for index in shard:
             for ids, records in read_file(self.plan, self.plan.files[index], self.batch_rows):
+                if self.config.decode == "gpu":  # decoded on the device by Classify.classify_encoded
+                    yield {"file": index, "ids": ids, "cells": preprocess.encoded_cells(records)}
+                    continue
                 out = preprocess(records)
                 # (N, crop, crop, 3) uint8; a tensor so the DataLoader can share and pin it.
                 yield {"file": index, "ids": ids, "pixels": torch.from_numpy(out.pixels), "errors": out.errors}
@@ -81,12 +84,18 @@ def run(job: PreparedJob, workers: int, start_method: str, batch_size: int) -> N
     done = {index: 0 for index in range(len(job.plan.files))}
     for batch in loader:
         index = batch["file"]
-        pending.setdefault(index, []).append(classify(batch["ids"], batch["pixels"].numpy(), batch["errors"]))
+        pending.setdefault(index, []).append(classified(classify, batch))
         done[index] += len(batch["ids"])
         if done[index] == job.plan.files[index].rows:
             write_part(job, index, pending.pop(index))
     if pending:
         raise RuntimeError(f"input files {sorted(pending)} were not read to the end; nothing was committed")
+
+
+def classified(classify: Classify, batch: dict) -> pa.Table:
+    if "cells" in batch:  # --decode gpu
+        return classify.classify_encoded(batch["ids"], batch["cells"])
+    return classify(batch["ids"], batch["pixels"].numpy(), batch["errors"])
 
 
 def get_local_args_parser() -> argparse.ArgumentParser:

@@ -49,3 +49,14 @@ def test_sagemaker_and_series_udf_refuse_gpu_decode_in_one_line(tmp_path, capsys
     assert len(errors) == 2 and all("--decode gpu" in line for line in errors), errors
     assert run_main(spark_job.main, [*common, "--raw-shape", "8,8,3"]) == 2
     assert "raw pixels" in capsys.readouterr().err
+
+
+def test_local_job_decodes_on_the_device(tmp_path):
+    from runners import local_job
+
+    ids, bad = write_mixed(str(tmp_path / "in"))
+    manifest = local_job.main(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random",
+                               "--batch-size", "8", "--decode", "gpu", "--workers", "1"])
+    rows, written = read_output(str(tmp_path / "out"))
+    assert written == manifest and manifest["config"]["decode"] == "gpu"
+    assert_output_contract(rows, manifest, ids, bad)
