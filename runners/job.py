@@ -40,7 +40,8 @@ class JobConfig:
     precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
     topk: int = 5  # length of topk_labels / topk_scores
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
-    overwrite: bool = False  # replace an output prefix that already has a manifest
+    overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
+    resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
     decode: str = "cpu"  # cpu: CPU workers decode; gpu: JPEGs decoded (nvJPEG) and resized on the predictor's device
     compile: bool = False  # torch.compile the model (compiles once per worker, at start)
 
@@ -56,6 +57,7 @@ class JobConfig:
         _require(self.decode in DECODES, f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
         _require(self.decode == "cpu" or self.raw_shape is None,
                  "--decode gpu decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
+        _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
         _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
                  "--output must differ from --input")
 
@@ -87,7 +89,10 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--id-column", default="id", help="column of row ids; absent: '<file name>:<row index>' (default: id)")
     io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
     io.add_argument("--limit", type=int, help="process only the first N images")
-    io.add_argument("--overwrite", action="store_true", help="replace an output prefix that already has a manifest")
+    io.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
+    io.add_argument("--resume", action="store_true",
+                    help="finish an interrupted job on --output: keep its committed parts, run only the other input files "
+                         "(a finished job: nothing to do)")
     model = parser.add_argument_group("model")
     model.add_argument("--weights", help="imagenet | random | PATH | s3://... state dict (default: imagenet; random for the sample)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
@@ -147,6 +152,6 @@ def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str]
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("interrupted: no manifest written; re-run to redo the job", file=sys.stderr)
+        print("interrupted: no manifest written; re-run with --resume to keep the committed parts and finish", file=sys.stderr)
         return 130
     return 0

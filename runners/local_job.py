@@ -6,7 +6,8 @@ What a user writes without an engine: a ``torch.utils.data.IterableDataset`` ove
 planned input files, sharded across ``DataLoader`` worker processes (``get_worker_info``),
 each worker reading its files with pyarrow and yielding preprocessed uint8 batches; the
 main process classifies them on one device (CUDA when there is one, with pinned memory) and
-writes one staged Parquet file per input file, which the shared driver verifies and commits.
+commits each input file's part as soon as all its rows are in (``runners.parts``); the
+shared driver verifies them all and writes the manifest.
 Same preprocessing, model and output as the Ray, Spark and SageMaker jobs.
 """
 
@@ -19,7 +20,6 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -27,9 +27,9 @@ from inference import choose_device
 from runners.driver import PreparedJob, finish_job, prepare_job
 from runners.job import JobConfig, JobError, config_from_args, get_args_parser, run_main
 from runners.report import print_summary
-from runners.source import InputPlan, read_file
+from runners.parts import PartCollector, positions, with_position
+from runners.source import InputPlan, read_planned
 from runners.stages import Classify, Preprocess, default_batch_size
-from storage import storage_errors
 
 # Batches each worker keeps ready (DataLoader's default): enough to hide a slow file open.
 PREFETCH_BATCHES = 2
@@ -52,44 +52,31 @@ class PlannedFiles(IterableDataset):
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
         preprocess = Preprocess(self.config)
         for index in shard:
-            for ids, records in read_file(self.plan, self.plan.files[index], self.batch_rows):
+            for start, ids, records in read_planned(self.plan, index, self.batch_rows):
+                where = {"file": index, "start": start, "ids": ids}
                 if self.config.decode == "gpu":  # decoded on the device by Classify.classify_encoded
-                    yield {"file": index, "ids": ids, "cells": preprocess.encoded_cells(records)}
+                    yield {**where, "cells": preprocess.encoded_cells(records)}
                     continue
                 out = preprocess(records)
                 # (N, crop, crop, 3) uint8; a tensor so the DataLoader can share and pin it.
-                yield {"file": index, "ids": ids, "pixels": torch.from_numpy(out.pixels), "errors": out.errors}
-
-
-def write_part(job: PreparedJob, index: int, tables: list[pa.Table]) -> None:
-    """Stage the predictions of planned input file ``index`` as one Parquet file."""
-    path = f"{job.staging}/file-{index:05d}.parquet"
-    with storage_errors(job.output.uri_of(path)):
-        job.output.filesystem.create_dir(job.staging, recursive=True)
-        pq.write_table(pa.concat_tables(tables), path, filesystem=job.output.filesystem)
+                yield {**where, "pixels": torch.from_numpy(out.pixels), "errors": out.errors}
 
 
 def run(job: PreparedJob, workers: int, start_method: str, batch_size: int) -> None:
-    """Classify every planned row in the main process; write each input file's rows once all have come."""
+    """Classify every pending row in the main process; commit each input file's part once all its rows are in."""
     classify = Classify(job.config)
     loader = DataLoader(
-        PlannedFiles(job.plan, job.config, batch_size),
+        PlannedFiles(job.pending, job.config, batch_size),
         batch_size=None,  # the dataset yields whole batches
         num_workers=workers,
         pin_memory=classify.predictor.device.type == "cuda",
         multiprocessing_context=start_method if workers else None,
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
-    pending: dict[int, list[pa.Table]] = {}
-    done = {index: 0 for index in range(len(job.plan.files))}
+    collector = PartCollector(job.parts, job.pending.files)
     for batch in loader:
-        index = batch["file"]
-        pending.setdefault(index, []).append(classified(classify, batch))
-        done[index] += len(batch["ids"])
-        if done[index] == job.plan.files[index].rows:
-            write_part(job, index, pending.pop(index))
-    if pending:
-        raise RuntimeError(f"input files {sorted(pending)} were not read to the end; nothing was committed")
+        collector.add(with_position(classified(classify, batch), *positions(batch["file"], batch["start"], len(batch["ids"]))))
+    collector.check_complete()
 
 
 def classified(classify: Classify, batch: dict) -> pa.Table:
@@ -116,11 +103,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.workers < 0:
         raise JobError(f"--workers must be 0 (in-process) or more, got {args.workers}")
     job = prepare_job(config_from_args(args))
+    if job.finished is not None:
+        return job.finished
     device = choose_device()  # the device Classify takes
     batch_size = default_batch_size(job.config, device.type == "cuda")
-    workers = min(args.workers, len(job.plan.files))  # a file is the unit of work: more workers would idle
+    workers = min(args.workers, len(job.pending.files))  # a file is the unit of work: more workers would idle
     started = time.perf_counter()
-    run(job, workers, args.start_method, batch_size)
+    if job.pending.files:
+        run(job, workers, args.start_method, batch_size)
     seconds = time.perf_counter() - started
     extra = {"local": {"workers": workers, "start_method": args.start_method, "batch_size": batch_size,
                        "device": str(device)}}

@@ -4,10 +4,17 @@
 
 The pipeline is one chained expression: the planned input files -> ``RayPreprocess`` (an
 autoscaling CPU actor pool that reads each file and decodes, resizes and crops to uint8)
--> ``RayClassify`` (a fixed pool of one actor per GPU, model loaded once per actor) ->
-Parquet in a staging prefix, which the shared driver verifies and commits. With no
-arguments it runs the built-in sample on a local Ray. ``--address`` (or ``RAY_ADDRESS``, as
-``ray job submit`` sets it) joins an existing cluster.
+-> ``RayClassify`` (a fixed pool of one actor per GPU, model loaded once per actor) -> the
+driver, which consumes the stream of predictions (about 100 bytes a row) and commits each
+input file's part the moment all its rows have arrived (``runners.parts``): a driver killed
+part-way keeps every committed part, and ``--resume`` runs only the rest. With no arguments
+it runs the built-in sample on a local Ray. ``--address`` (or ``RAY_ADDRESS``, as ``ray job
+submit`` sets it) joins an existing cluster.
+
+Worker loss: Ray Data starts actor pools with ``max_restarts=-1`` and ``max_task_retries=-1``
+(``ActorPoolMapOperator._apply_default_remote_args``, Ray 2.60), so a killed actor is
+restarted and its task re-run; rows of a re-run block that already arrived are dropped by
+their (input file, position), so each row is committed once.
 """
 
 from __future__ import annotations
@@ -27,14 +34,15 @@ from ray.data.extensions import ArrowTensorArray
 
 from runners.driver import PreparedJob, finish_job, prepare_job
 from runners.job import JobConfig, config_from_args, get_args_parser, run_main
+from runners.parts import FILE, ROW, PartCollector, positions, with_position
 from runners.ray_placement import placement_summary, record_placement, start_registry
 from runners.report import print_summary
-from runners.source import InputFile, InputPlan, read_file
+from runners.source import InputPlan, read_planned
 from runners.stages import Classify, Preprocess, default_batch_size
 
 # Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
 PREPROCESS_BATCH_ROWS = 64
-# CPUs left free on a GPU cluster for Ray Data's write tasks and the driver.
+# CPUs left free on a GPU cluster for the driver, which writes the parts.
 RESERVED_CPUS = 1
 
 
@@ -48,9 +56,9 @@ class RayPreprocess:
         self.decode_on_device = config.decode == "gpu"
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
-        for path, rows in zip(batch["path"], batch["rows"]):
-            for ids, records in read_file(self.plan, InputFile(str(path), int(rows)), PREPROCESS_BATCH_ROWS):
-                yield self._block(ids, records)
+        for index in batch[FILE].tolist():
+            for start, ids, records in read_planned(self.plan, index, PREPROCESS_BATCH_ROWS):
+                yield with_position(self._block(ids, records), *positions(index, start, len(ids)))
 
     def _block(self, ids: list[str], records: pa.RecordBatch) -> pa.Table:
         if self.decode_on_device:
@@ -83,8 +91,10 @@ class RayClassify:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
         if "image" in batch:  # --decode gpu
-            return self.classify.classify_encoded(batch["id"].tolist(), batch["image"].tolist())
-        return self.classify(batch["id"].tolist(), batch["pixels"], batch["error"].tolist())
+            table = self.classify.classify_encoded(batch["id"].tolist(), batch["image"].tolist())
+        else:
+            table = self.classify(batch["id"].tolist(), batch["pixels"], batch["error"].tolist())
+        return with_position(table, batch[FILE], batch[ROW])
 
 
 @dataclass(frozen=True)
@@ -107,13 +117,13 @@ def plan_scaling(config: JobConfig, args: argparse.Namespace) -> Scaling:
 
 
 def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
-    files = [{"path": f.path, "rows": f.rows} for f in job.plan.files]
+    files = [{FILE: index} for index in range(len(job.pending.files))]
     return ray.data.from_items(files, override_num_blocks=len(files)).map_batches(
         RayPreprocess,
         batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=scaling.preprocess_actors),
         num_cpus=1,
-        fn_constructor_kwargs={"plan": job.plan, "config": job.config, "run_id": job.run_id},
+        fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
     ).map_batches(
         RayClassify,
         batch_size=scaling.batch_size,
@@ -138,6 +148,15 @@ def classify_pool(scaling: Scaling) -> ray.data.ActorPoolStrategy:
     )
 
 
+def write_parts(dataset: ray.data.Dataset, job: PreparedJob) -> None:
+    """Consume the predictions on the driver, committing each input file's part once it is whole."""
+    collector = PartCollector(job.parts, job.pending.files)
+    # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
+    for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
+        collector.add(batch)
+    collector.check_complete()
+
+
 def get_ray_args_parser() -> argparse.ArgumentParser:
     parser = get_args_parser(prog="python -m runners.ray_job", description=__doc__.splitlines()[0])
     group = parser.add_argument_group("ray")
@@ -158,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_ray_args_parser().parse_args(argv)
     job = prepare_job(config_from_args(args))
+    if job.finished is not None:
+        return job.finished
     owns_ray = not ray.is_initialized()  # a notebook or test may have started Ray already
     if owns_ray:
         ray.init(address=args.address, logging_level="WARNING")
@@ -165,8 +186,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         scaling = plan_scaling(job.config, args)
         registry = start_registry(job.run_id)
         started = time.perf_counter()
-        build_dataset(job, scaling).write_parquet(job.staging, filesystem=job.output.filesystem)
-        seconds = time.perf_counter() - started
+        if job.pending.files:
+            write_parts(build_dataset(job, scaling), job)
+        seconds = time.perf_counter() - started if job.pending.files else 0.0
         placement = placement_summary(registry)
         ray.kill(registry)
     finally:

@@ -49,13 +49,12 @@ def _cpu_model() -> str:
 def print_summary(manifest: dict, stream: TextIO | None = None) -> None:
     """The closing lines: images, errors, seconds, images/sec, where the output is."""
     stream = stream or sys.stdout
-    counts = manifest["counts"]
-    print(
-        f"{manifest['engine']}: {counts['rows_out']} images ({counts['predicted']} predicted, "
-        f"{counts['errored']} errors) in {manifest['seconds']:.1f} s = "
-        f"{manifest['images_per_sec']:.1f} images/s",
-        file=stream,
-    )
+    counts, rate, files = manifest["counts"], manifest["images_per_sec"], manifest.get("input_files", {})
+    timing = f"in {manifest['seconds']:.1f} s = {rate:.1f} images/s" if rate is not None else "(nothing left to run)"
+    if files.get("resumed"):
+        timing = f"after resuming {files['resumed']} of {files['total']} files: ran {files['rows_run']} images {timing}"
+    print(f"{manifest['engine']}: {counts['rows_out']} images ({counts['predicted']} predicted, {counts['errored']} errors) {timing}",
+          file=stream)
     for example in manifest.get("error_examples", []):
         print(f"  error row {example['id']}: {example['error']}", file=stream)
     print(f"output: {manifest['output']} (manifest: {manifest['manifest']})", file=stream)

@@ -7,7 +7,8 @@
 Both paths do the same steps: cut the input into Parquet shards under MaxPayloadInMB, build
 model.tar.gz (our handler and shared code), transform every shard (on AWS: a transform job;
 ``--local``: a loopback server holding the packaged handler), turn the ``.out`` objects into
-output files, and let the shared driver verify, commit and write the manifest.
+one committed part per input file, and let the shared driver verify them and write the
+manifest. ``--resume`` shards and transforms only the input files without a part.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from runners import commit
 from runners.driver import PreparedJob, finish_job, prepare_job
 from runners.job import JobError, config_from_args, get_args_parser, run_main
 from runners.report import print_summary
@@ -39,8 +41,8 @@ def staging_location(job: PreparedJob, options: SageMakerOptions) -> Location:
     if options.staging_s3_uri:
         base = resolve(options.staging_s3_uri, job.config.s3_endpoint_url)
     else:
-        # Under the output's _staging/: a re-run of the job clears it, readers never see it.
-        base = Location(job.output.filesystem, job.output.join("_staging"), job.output.uri_of(job.output.join("_staging")))
+        # Under the output's _staging/: the driver clears it, readers never see it.
+        base = child(job.output, commit.STAGING)
     if not options.local and not base.is_s3:
         raise JobError(f"SageMaker reads and writes S3 only, and {base.uri} is not on S3; pass --staging-s3-uri s3://bucket/prefix/")
     return child(base, f"sagemaker-{job.run_id}")
@@ -89,12 +91,25 @@ def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, st
 
 
 def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location) -> tuple[Sharding, dict[str, str]]:
-    sharding = write_shards(job.plan, child(staging, "input"), options.max_payload_mb)
+    sharding = write_shards(job.pending, child(staging, "input"), options.max_payload_mb)
     with tempfile.TemporaryDirectory(prefix="sagemaker-package-") as tmp:
         tar_path = package.build_model_tar(job.config, tmp)
         if options.local:
             return sharding, transform_local(job, options, tar_path, sharding.shards, staging)
         return sharding, transform_aws(job, options, tar_path, staging)
+
+
+def transform_and_assemble(job: PreparedJob, options: SageMakerOptions) -> dict:
+    """Shard, transform and commit the part of every pending input file; returns the manifest's facts."""
+    staging = staging_location(job, options)
+    sharding, failures = run_transform(job, options, staging)
+    if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
+        failures = {shard: failures["*"] for shard in sharding.shards}
+    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"),
+                      lambda index, rows: job.parts.write(job.pending.files[index], rows), failures)
+    with storage_errors(staging.uri):
+        staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
+    return {"shards": len(sharding.shards), "failed_shards": failed}
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -107,19 +122,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if config.decode == "gpu":
         raise JobError("--decode gpu is not supported by the SageMaker runner (its handler decodes on the instance's CPUs); use --decode cpu")
     job = prepare_job(config)
-    staging = staging_location(job, options)
+    if job.finished is not None:
+        return job.finished
     started = time.perf_counter()
-    sharding, failures = run_transform(job, options, staging)
-    if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
-        failures = {shard: failures["*"] for shard in sharding.shards}
-    failed = assemble(sharding.shards, child(staging, "input"), child(staging, "output"), (job.output, job.staging),
-             failures, sharding.oversized)
-    seconds = time.perf_counter() - started
-    extra = {"packages": ["boto3"], "sagemaker": {**options.__dict__, "shards": len(sharding.shards),
-                                                  "failed_shards": failed}}
-    manifest = finish_job(job, "sagemaker", seconds, extra)
-    with storage_errors(staging.uri):
-        staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed output stays
+    facts = transform_and_assemble(job, options) if job.pending.files else {"shards": 0, "failed_shards": []}
+    seconds = time.perf_counter() - started if job.pending.files else 0.0
+    manifest = finish_job(job, "sagemaker", seconds, {"packages": ["boto3"], "sagemaker": {**options.__dict__, **facts}})
     print_summary(manifest)
     return manifest
 

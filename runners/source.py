@@ -3,7 +3,8 @@
 ``plan_input`` runs once on the driver, before any work: it lists the files, checks the
 columns, counts rows from the Parquet footers (rows in, for the manifest) and applies
 ``--limit``. ``read_file`` runs on workers: it streams one planned file in record batches
-with a stable ``id`` per row. A file is the unit of work for every engine.
+with a stable ``id`` per row (``read_planned`` adds each batch's position in the file). A
+file is the unit of work for every engine, and the unit of output: one part per input file.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
             start += batch.num_rows
             if start >= file.rows:
                 return
+
+
+def read_planned(plan: InputPlan, index: int, batch_rows: int) -> Iterator[tuple[int, list[str], pa.RecordBatch]]:
+    """``read_file`` of the plan's ``index``-th file, with each batch's first row position in the file."""
+    start = 0
+    for ids, batch in read_file(plan, plan.files[index], batch_rows):
+        yield start, ids, batch
+        start += batch.num_rows
 
 
 def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int) -> list[str]:

@@ -2,11 +2,15 @@
 
     python -m runners.spark_job --input s3://bucket/images/ --output s3://bucket/preds/
 
-The driver plans the input files and builds a DataFrame of (path, rows), one row per file,
+The driver plans the input files and builds a DataFrame of their indices, one row per file,
 spread over ``--partitions`` tasks. Executors read Parquet through pyarrow (no hadoop-aws
-jars, so S3 works on any Spark), preprocess, classify and write one staged Parquet file per
-partition; the shared driver then verifies and commits them. With an active SparkSession
-(Databricks, a notebook) the job uses it; otherwise it starts one on ``--master``.
+jars, so S3 works on any Spark), preprocess, classify and commit one part per input file
+(written whole, then made visible; a retried attempt rewrites the same part); the shared
+driver then verifies every part and writes the manifest. With an active SparkSession
+(Databricks, a notebook) the job uses it; otherwise it starts one on ``--master``, by
+default ``local[*,4]``: plain ``local[*]`` never retries a failed task
+(``spark.task.maxFailures`` is 1 in local mode), so a killed Python worker would fail the
+job; ``local[N,F]`` allows F attempts, and 4 is the cluster default.
 
 ``--udf iterator`` (default) is one ``mapInArrow`` stage: read -> preprocess -> classify ->
 write, with the model cached per Python worker (Spark reuses workers), optionally reading
@@ -31,13 +35,13 @@ import sys
 import time
 from collections.abc import Sequence
 
-import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
 
 from runners.driver import PreparedJob, finish_job, prepare_job
 from runners.job import JobError, config_from_args, get_args_parser, run_main
+from runners.parts import FILE, ROW
 from runners.report import print_summary
 from runners.spark_udfs import (
     PIXELS_DDL,
@@ -46,17 +50,18 @@ from runners.spark_udfs import (
     ReadAndClassify,
     ReadAndPreprocess,
     TaskSpec,
-    WriteStaged,
+    WriteParts,
     series_predict,
 )
 from runners.stages import default_batch_size
-from storage import storage_errors
 
-DEFAULT_MASTER = "local[*]"
+# Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
+# Python worker died is retried (plain local[*] allows one attempt).
+DEFAULT_MASTER = "local[*,4]"
 # One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
 # deeper queues only hold more memory once decode keeps up.
 DEFAULT_PREFETCH = 1
-FILE_SCHEMA = "path string, rows long"
+FILE_SCHEMA = f"{FILE} int"
 
 
 def get_spark_args_parser() -> argparse.ArgumentParser:
@@ -111,8 +116,8 @@ def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool
 
 
 def files_frame(spark: SparkSession, job: PreparedJob, partitions: int) -> DataFrame:
-    """One row per planned input file, sliced evenly over ``partitions`` tasks."""
-    rows = [(f.path, f.rows) for f in job.plan.files]
+    """One row per input file to run (its index in ``job.pending``), sliced evenly over ``partitions`` tasks."""
+    rows = [(index,) for index in range(len(job.pending.files))]
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), FILE_SCHEMA)
 
 
@@ -123,8 +128,8 @@ def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     predictions = StructType.fromDDL(", ".join(f"{f.name} {_ddl(f)}" for f in PREDICTION_FIELDS))
     predict = pandas_udf(series_predict(spec.config), predictions)
     pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
-    rows = pixels.select("id", predict("pixels", "error").alias("p"), "error").select("id", "p.*", "error")
-    return rows.mapInArrow(WriteStaged(spec), STATS_DDL)
+    rows = pixels.select("id", predict("pixels", "error").alias("p"), "error", FILE, ROW).select("id", "p.*", "error", FILE, ROW)
+    return rows.mapInArrow(WriteParts(spec), STATS_DDL)
 
 
 def _ddl(field) -> str:
@@ -132,27 +137,17 @@ def _ddl(field) -> str:
 
 
 def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> tuple[float, list[int]]:
-    """Run the Spark stages; returns seconds and the partitions that needed a retry.
+    """Run the Spark stages on ``job.pending``; returns seconds and the partitions that needed a retry.
 
-    Staged files are left for ``finish_job``.
+    The parts are committed by the tasks; ``finish_job`` verifies them.
     """
-    spec = TaskSpec(job.config, job.plan, job.output, job.staging, batch_size, args.prefetch)
-    partitions = args.partitions or len(job.plan.files)
+    spec = TaskSpec(job.config, job.pending, job.parts, batch_size, args.prefetch)
+    partitions = args.partitions or len(job.pending.files)
     started = time.perf_counter()
-    try:
-        stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
-    finally:
-        # Temporaries of failed attempts; the whole ones were moved into staging.
-        _remove_dir(job, f"{job.staging}.tmp")
+    stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     seconds = time.perf_counter() - started
-    print(f"spark: {len(stats)} partitions wrote {sum(r.rows for r in stats)} rows", file=sys.stderr)
-    return seconds, sorted(r.partition for r in stats if r.attempt > 0)
-
-
-def _remove_dir(job: PreparedJob, path: str) -> None:
-    with storage_errors(job.output.uri_of(path)):
-        if job.output.filesystem.get_file_info(path).type == pafs.FileType.Directory:
-            job.output.filesystem.delete_dir(path)
+    print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
+    return seconds, sorted({r.partition for r in stats if r.attempt > 0})
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -162,19 +157,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.udf == "series" and config.decode == "gpu":
         raise JobError("--udf series reproduces the reference benchmark's CPU decode; --decode gpu needs --udf iterator")
     job = prepare_job(config)
+    if job.finished is not None:
+        return job.finished
     spark, owns = get_session(args.master, default_batch_size(job.config, has_gpu=False))
     try:
         gpus = spark.conf.get("spark.task.resource.gpu.amount", None)
         batch_size = default_batch_size(job.config, has_gpu=gpus is not None)
         if gpus is None:
             print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)", file=sys.stderr)
-        seconds, retried = run(spark, job, args, batch_size)
+        seconds, retried = run(spark, job, args, batch_size) if job.pending.files else (0.0, [])
         master = spark.sparkContext.master
     finally:
         if owns:
             spark.stop()
     extra = {"packages": ["pyspark"], "spark": {"master": master, "udf": args.udf, "prefetch": args.prefetch,
-                                                "partitions": args.partitions or len(job.plan.files), "batch_size": batch_size,
+                                                "partitions": args.partitions or len(job.pending.files), "batch_size": batch_size,
                                                 "retried_partitions": retried}}
     manifest = finish_job(job, "spark", seconds, extra)
     print_summary(manifest)

@@ -2,44 +2,44 @@
 
 Use it through ``runners.spark_job``; nothing here starts or configures Spark.
 
-- ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of
-  (path, rows). It reads each planned file with pyarrow, preprocesses, classifies with a
-  model cached per Python worker process, and writes the partition's predictions.
-- ``ReadAndPreprocess`` + ``series_predict_udf`` + ``WriteStaged`` (``--udf series``): the
+- ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of planned
+  file indices. It reads each file with pyarrow, preprocesses, classifies with a model
+  cached per Python worker process, and commits each file's part.
+- ``ReadAndPreprocess`` + ``series_predict_udf`` + ``WriteParts`` (``--udf series``): the
   reference benchmark's shape, where a Series pandas UDF builds the model on every batch.
 
-Each partition writes one Parquet file into the job's staging prefix, named by partition
-id: a retried attempt replaces its own file instead of adding a second one.
+Each input file gets one part, committed atomically once all its rows are in
+(``runners.parts``, ``commit.Parts``) under a name that depends only on the input file: a
+retried or speculative attempt rewrites the same part whole and never adds a second one.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark import TaskContext
 
 from inference.model import eval_size
+from runners.commit import Parts
 from runners.job import JobConfig
 from runners.output import OUTPUT_SCHEMA
-from runners.source import InputFile, InputPlan, read_file
+from runners.parts import FILE, ROW, PartCollector, positions, with_position
+from runners.source import InputPlan, read_planned
 from runners.stages import Classify, Preprocess
-from storage import Location, storage_errors
 
-# What each writing task reports to the driver, one row per partition that had rows.
+# What each writing task reports to the driver, one row per part it committed.
 STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64())])
 STATS_DDL = "partition int, attempt int, rows long"  # the same, as Spark declares it
-PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string())])
-PIXELS_DDL = "id string, pixels binary, error string"
+PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
+PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
-# Test hook: the partition whose first attempt fails after writing its file (a driver-side
+# Test hook: the partition whose first attempt fails after committing its parts (a driver-side
 # local property, so it reaches exactly this job's tasks and nothing else).
 FAIL_FIRST_ATTEMPT = "spark_job.fail_first_attempt_of_partition"
 
@@ -51,9 +51,8 @@ class TaskSpec:
     """What every task needs; pickled once into the function Spark ships."""
 
     config: JobConfig
-    plan: InputPlan
-    output: Location
-    staging: str  # <output>/_staging/<run id>: only whole partition files land here
+    plan: InputPlan  # the files to run (the driver's job.pending); rows carry indices into it
+    parts: Parts  # names and commits each input file's part
     batch_size: int  # images per model call (and rows per read batch)
     prefetch: int  # preprocessed batches read ahead in a thread; 0: none
 
@@ -74,17 +73,17 @@ def cached_classifier(config: JobConfig) -> Classify:
     return _CLASSIFIERS[key]
 
 
-def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[tuple[list[str], np.ndarray, list]]:
-    """(ids, pixels, errors) for every row of the partition's files, ``batch_size`` rows at a time."""
+def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, list[str], np.ndarray, list]]:
+    """(positions, ids, pixels, errors) for the partition's files, ``batch_size`` rows at a time."""
     preprocess = Preprocess(spec.config)
     for batch in files:
-        for path, rows in zip(batch.column("path").to_pylist(), batch.column("rows").to_pylist()):
-            for ids, records in read_file(spec.plan, InputFile(path, rows), spec.batch_size):
+        for index in batch.column(FILE).to_pylist():
+            for start, ids, records in read_planned(spec.plan, index, spec.batch_size):
                 if spec.config.decode == "gpu":  # decoded on the model's device by classify_encoded
-                    yield ids, preprocess.encoded_cells(records), None
+                    yield positions(index, start, len(ids)), ids, preprocess.encoded_cells(records), None
                     continue
                 out = preprocess(records)
-                yield ids, out.pixels, out.errors
+                yield positions(index, start, len(ids)), ids, out.pixels, out.errors
 
 
 def prefetched(items: Iterator, depth: int) -> Iterator:
@@ -131,32 +130,24 @@ def prefetched(items: Iterator, depth: int) -> Iterator:
         stop.set()
 
 
-def write_partition(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
-    """Write this partition's output tables as one staged file; yield one stats row.
+def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """Commit the part of each input file in ``tables`` (rows with FILE and ROW); one stats row per part.
 
-    The file is written under a temporary name and moved to ``task-<partition>.parquet``, so
-    a retried or speculative attempt replaces the file whole and never adds a second one.
+    A file's part is committed as soon as its last row is in, so a task that dies later keeps
+    it; its retry writes the same part again, whole, under the same name.
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    # Output rows are small (an id and ten numbers), so a partition's rows fit in memory.
-    parts = list(tables)
-    if not parts:
-        return  # an empty partition (more partitions than files) writes nothing
-    table, fs = pa.concat_tables(parts), spec.output.filesystem
-    temp = f"{spec.staging}.tmp/task-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
-    final = f"{spec.staging}/task-{partition:05d}.parquet"
-    with storage_errors(spec.output.uri_of(final)):
-        fs.create_dir(f"{spec.staging}.tmp", recursive=True)
-        pq.write_table(table, temp, filesystem=fs)
-        fs.create_dir(spec.staging, recursive=True)
-        fs.move(temp, final)
+    collector = PartCollector(spec.parts, spec.plan.files)
+    for table in tables:
+        for _, rows in collector.add(table):
+            yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [rows]}, schema=STATS_SCHEMA)
+    collector.check_complete()
     _maybe_fail(partition, attempt)
-    yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [table.num_rows]}, schema=STATS_SCHEMA)
 
 
 def _maybe_fail(partition: int, attempt: int) -> None:
-    """Fail the first attempt of the partition a test named, after its file was written."""
+    """Fail the first attempt of the partition a test named, after its parts were committed."""
     context = TaskContext.get()
     if attempt == 0 and context.getLocalProperty(FAIL_FIRST_ATTEMPT) == str(partition):
         raise RuntimeError(f"injected failure of partition {partition}, attempt {attempt} ({FAIL_FIRST_ATTEMPT})")
@@ -171,7 +162,8 @@ class ReadAndClassify:
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         classify = cached_classifier(self.spec.config)
         batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
-        yield from write_partition(self.spec, (_classified(classify, *batch) for batch in batches))
+        tables = (with_position(_classified(classify, ids, pixels, errors), *where) for where, ids, pixels, errors in batches)
+        yield from write_parts(self.spec, tables)
 
 
 def _classified(classify: Classify, ids: list[str], pixels_or_cells: np.ndarray | list, errors: list | None) -> pa.Table:
@@ -181,16 +173,17 @@ def _classified(classify: Classify, ids: list[str], pixels_or_cells: np.ndarray 
 
 
 class ReadAndPreprocess:
-    """``--udf series``, stage 1: files -> (id, uint8 pixels as bytes, error) rows."""
+    """``--udf series``, stage 1: files -> (id, uint8 pixels as bytes, error, file, row) rows."""
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for ids, pixels, errors in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
+        for (file, row), ids, pixels, errors in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
             # One crop x crop x 3 uint8 image per row (HWC); null where the row has an error.
             column = [p.tobytes() if e is None else None for p, e in zip(pixels, errors)]
-            yield pa.RecordBatch.from_pydict({"id": ids, "pixels": column, "error": errors}, schema=PIXELS_SCHEMA)
+            columns = {"id": ids, "pixels": column, "error": errors, FILE: file, ROW: row}
+            yield pa.RecordBatch.from_pydict(columns, schema=PIXELS_SCHEMA)
 
 
 def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.DataFrame]:
@@ -213,12 +206,11 @@ def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.Dat
     return predict
 
 
-class WriteStaged:
-    """``--udf series``, stage 3: rows in the output schema -> the partition's staged file."""
+class WriteParts:
+    """``--udf series``, stage 3: rows in the output schema (plus file, row) -> committed parts."""
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tables = (pa.Table.from_batches([b]).select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA) for b in batches)
-        yield from write_partition(self.spec, tables)
+        yield from write_parts(self.spec, (pa.Table.from_batches([b]) for b in batches))

@@ -4,5 +4,5 @@ One concept per module: ``options`` (the engine's CLI options and their limits),
 (planned input -> Parquet shards under the payload cap), ``package`` (model.tar.gz),
 ``serving`` (the container's handler), ``server`` (a loopback stand-in for the container),
 ``local_transform`` (what Batch Transform does, done here), ``aws`` (the real service) and
-``assemble`` (``.out`` objects -> our output files). ``runners.sagemaker_job`` wires them.
+``assemble`` (``.out`` objects -> one part per input file). ``runners.sagemaker_job`` wires them.
 """

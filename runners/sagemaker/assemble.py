@@ -1,16 +1,17 @@
-"""Turn Batch Transform's ``.out`` objects into our output files, one per shard.
+"""Turn Batch Transform's ``.out`` objects into our output: one part per input file.
 
 Use after a transform, local or on AWS. Batch Transform writes ``<shard>.out`` only when the
 whole shard succeeded, so a shard without one becomes error rows (every id of the shard,
-``error`` saying why) instead of a lost file; so does a ``.out`` whose ids differ from its
-shard's. Images that were too big to send (``Sharding.oversized``) become error rows too.
-The files land in the job's staging prefix; ``finish_job`` verifies and commits them.
+``error`` saying why) instead of lost rows; so does a ``.out`` whose ids differ from its
+shard's. Images that were too big to send (``FileShards.oversized``) become error rows too.
+The rows of each input file's shards are handed to ``write`` (the job's ``Parts.write``,
+which commits the file's part atomically); ``finish_job`` then verifies every part.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 
 from runners.output import OUTPUT_SCHEMA
 from runners.sagemaker.serving.handler import ID_COLUMN
+from runners.sagemaker.shard import FileShards
 from storage import Location, storage_errors
 
 OUT_SUFFIX = ".out"  # Batch Transform names each output object <input object name>.out
@@ -25,31 +27,30 @@ NO_OUT = "SageMaker wrote no .out object for shard {shard}: the shard failed as 
 
 
 def assemble(
-    shards: Sequence[str],
+    files: Sequence[FileShards],
     shard_location: Location,
     out_location: Location,
-    staging: tuple[Location, str],
+    write: Callable[[int, pa.Table], object],
     failures: Mapping[str, str] | None = None,
-    oversized: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Write one output file per shard (and one for ``oversized``) under ``staging``.
+    """Call ``write(index, rows)`` once per input file with all its output rows.
 
     Returns the shards that had no usable ``.out`` (their rows are error rows).
 
     ``failures`` maps a shard name to why it failed, when known (the local transform knows;
     on AWS the reason is in CloudWatch).
     """
-    location, path = staging
-    with storage_errors(location.uri):
-        location.filesystem.create_dir(path, recursive=True)
     failed = []
-    for index, shard in enumerate(shards):
-        why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
-        table, ok = _shard_output(shard, shard_location, out_location, why)
-        _write(location, f"{path}/part-{index:05d}.parquet", table)
-        failed += [] if ok else [shard]
-    if oversized:
-        _write(location, f"{path}/part-oversized.parquet", error_rows(list(oversized), list(oversized.values())))
+    for index, file in enumerate(files):
+        tables = []
+        for shard in file.shards:
+            why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
+            table, ok = _shard_output(shard, shard_location, out_location, why)
+            tables.append(table)
+            failed += [] if ok else [shard]
+        if file.oversized:
+            tables.append(error_rows(list(file.oversized), list(file.oversized.values())))
+        write(index, pa.concat_tables(tables))
     return failed
 
 
@@ -80,8 +81,3 @@ def error_rows(ids: Sequence[str], errors: Sequence[str]) -> pa.Table:
 def _read(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
     with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
         return pq.read_table(io.BytesIO(f.read()), columns=columns)
-
-
-def _write(location: Location, path: str, table: pa.Table) -> None:
-    with storage_errors(location.uri_of(path)), location.filesystem.open_output_stream(path) as out:
-        pq.write_table(table, out)

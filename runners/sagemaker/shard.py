@@ -31,9 +31,26 @@ FOOTER_MARGIN = 64 * 1024
 
 
 @dataclass
-class Sharding:
-    shards: list[str] = field(default_factory=list)  # shard object names, in input order
+class FileShards:
+    """What one planned input file became: its shards, and the rows too big to send."""
+
+    shards: list[str] = field(default_factory=list)  # shard object names, in row order
     oversized: dict[str, str] = field(default_factory=dict)  # id -> why it could not be sent
+
+
+@dataclass
+class Sharding:
+    files: list[FileShards] = field(default_factory=list)  # one per planned input file, in plan order
+
+    @property
+    def shards(self) -> list[str]:
+        """Every shard object name, in input order."""
+        return [shard for file in self.files for shard in file.shards]
+
+    @property
+    def oversized(self) -> dict[str, str]:
+        """Every id that could not be sent -> why."""
+        return {k: v for file in self.files for k, v in file.oversized.items()}
 
 
 def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sharding:
@@ -43,12 +60,14 @@ def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sh
     with storage_errors(location.uri):
         location.filesystem.create_dir(location.path, recursive=True)
     for index, file in enumerate(plan.files):
-        for number, table in enumerate(_file_shards(plan, file, cap, sharding.oversized)):
+        shards = FileShards()
+        for number, table in enumerate(_file_shards(plan, file, cap, shards.oversized)):
             name = f"shard-{index:05d}-{number:04d}.parquet"
             for part, data in enumerate(_serialize(table, cap)):
                 part_name = name if part == 0 else name.replace(".parquet", f"-{part}.parquet")
                 _put(location, part_name, data)
-                sharding.shards.append(part_name)
+                shards.shards.append(part_name)
+        sharding.files.append(shards)
     return sharding
 
 

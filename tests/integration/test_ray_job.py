@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import boto3
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import ray
 
-from runners import make_dataset, ray_job
+from runners import commit, make_dataset, ray_job
 from runners.job import JobConfig, run_main
 from runners.source import plan_input, read_file
 from runners.stages import Classify, Preprocess
@@ -36,16 +37,24 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     assert "ray" in manifest["versions"] and manifest["scaling"]["gpus"] == 0
 
 
-def test_rerun_refuses_then_overwrite_replaces(s3_bucket, s3_env, capsys):
+def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_missing(s3_bucket, s3_env, capsys):
     write_mixed(f"s3://{s3_bucket}/in/", s3_env)
-    args = ["--input", f"s3://{s3_bucket}/in/", "--output", f"s3://{s3_bucket}/out/", "--s3-endpoint-url", s3_env, "--limit", "5"]
+    args = ["--input", f"s3://{s3_bucket}/in/", "--output", f"s3://{s3_bucket}/out/", "--s3-endpoint-url", s3_env, "--limit", "11"]
     first = run(*args)
     assert run_main(ray_job.main, ["--weights", "random", *args]) == 2
     assert "already holds a finished job (_SUCCESS.json); pass --overwrite" in capsys.readouterr().err
     second = run(*args, "--overwrite")
     rows, manifest = read_output(f"s3://{s3_bucket}/out/", s3_env)
     assert manifest["run_id"] == second["run_id"] != first["run_id"]
-    assert len(rows) == 5 == len({r["id"] for r in rows})
+    assert len(rows) == 11 == len({r["id"] for r in rows}) and len(manifest["files"]) == 2  # 9 + 2 rows of two input files
+    # What a run killed on S3 leaves: parts, no manifest. --resume redoes only the file without a part.
+    s3 = boto3.client("s3", endpoint_url=s3_env)
+    s3.delete_object(Bucket=s3_bucket, Key="out/_SUCCESS.json")
+    s3.delete_object(Bucket=s3_bucket, Key=f"out/{manifest['files'][1]}")
+    third = run(*args, "--resume")
+    assert third["input_files"] == {"total": 2, "resumed": 1, "run": 1, "rows_run": 2}  # files[1] is part-00001's part
+    resumed_rows, written = read_output(f"s3://{s3_bucket}/out/", s3_env)
+    assert written == third and sorted(r["id"] for r in resumed_rows) == sorted(r["id"] for r in rows)
 
 
 def test_local_paths_without_id_column_and_limit(tmp_path):
@@ -57,6 +66,9 @@ def test_local_paths_without_id_column_and_limit(tmp_path):
     rows, _ = read_output(str(tmp_path / "out"))
     expected = [f"part-00000.parquet:{i}" for i in range(9)] + [f"part-00001.parquet:{i}" for i in range(3)]
     assert sorted(r["id"] for r in rows) == sorted(expected) and manifest["counts"]["rows_in"] == 12
+    # One part per input file, named after it.
+    src = str(tmp_path / "src")
+    assert manifest["files"] == sorted(commit.part_name(src, f"{src}/part-0000{i}.parquet") for i in (0, 1))
 
 
 def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):

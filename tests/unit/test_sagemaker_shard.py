@@ -12,7 +12,7 @@ from runners.job import JobConfig, JobError
 from runners.output import OUTPUT_SCHEMA
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions
-from runners.sagemaker.shard import MB, write_shards
+from runners.sagemaker.shard import MB, FileShards, write_shards
 from runners.source import plan_input
 from storage import resolve
 
@@ -39,6 +39,7 @@ def test_shards_fit_the_cap_keep_order_and_refuse_oversized_images(tmp_path):
     shard_ids = sum((pq.read_table(tmp_path / "shards" / s).column("id").to_pylist() for s in sharding.shards), [])
     assert shard_ids == [i for i in ids if i != "img-12"]
     assert list(sharding.oversized) == ["img-12"] and "MaxPayloadInMB=1" in sharding.oversized["img-12"]
+    assert len(sharding.files) == 2 and list(sharding.files[1].oversized) == ["img-12"]  # by input file, for its part
 
 
 @pytest.mark.parametrize(
@@ -64,10 +65,14 @@ def test_assembly_keeps_every_row_of_a_shard_without_out(tmp_path):
                      "topk_scores": [[0.5], [0.25]], "error": [None, None]}, schema=OUTPUT_SCHEMA)
     pq.write_table(good, tmp_path / "out" / "a.parquet.out")
     pq.write_table(good.slice(0, 1), tmp_path / "out" / "c.parquet.out")  # wrong ids for shard c
-    failed = assemble(["a.parquet", "b.parquet", "c.parquet"], shards, outs, (resolve(str(tmp_path)), str(tmp_path / "staged")),
-                      failures={"b.parquet": "HTTP 500: boom"}, oversized={"5": "too big"})
-    rows = {r["id"]: r for r in pq.read_table(tmp_path / "staged").to_pylist()}
-    assert failed == ["b.parquet", "c.parquet"] and sorted(rows) == ["1", "2", "3", "4", "5"]
+    # Two input files: the first became shards a and b, the second shard c and an image too big to send.
+    files = [FileShards(["a.parquet", "b.parquet"]), FileShards(["c.parquet"], {"5": "too big"})]
+    written: dict[int, list[dict]] = {}
+    failed = assemble(files, shards, outs, lambda index, table: written.setdefault(index, table.to_pylist()),
+                      failures={"b.parquet": "HTTP 500: boom"})
+    assert failed == ["b.parquet", "c.parquet"]
+    assert [[r["id"] for r in written[i]] for i in (0, 1)] == [["1", "2", "3"], ["4", "5"]]  # one call per input file
+    rows = {r["id"]: r for r in written[0] + written[1]}
     assert rows["1"]["label"] == 3 and rows["2"]["error"] is None
     assert "no .out object for shard b.parquet" in rows["3"]["error"] and "HTTP 500: boom" in rows["3"]["error"]
     assert "does not hold one output row per shard row" in rows["4"]["error"] and rows["5"]["error"] == "too big"

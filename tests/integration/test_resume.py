@@ -1,0 +1,98 @@
+"""A driver killed part-way keeps its committed parts, and ``--resume`` finishes the job.
+
+The job runs as a real subprocess (``python -m runners.ray_job`` / ``runners.spark_job``) in
+its own session; once a part is committed, the whole process group (driver, local Ray or
+Spark JVM, workers) gets SIGKILL. No manifest may exist then, and every part present must
+hold its whole input file. A plain re-run is refused; ``--resume`` skips the committed files
+(their parts are not rewritten) and ends with exactly one row per id.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from runners import commit, make_dataset, ray_job, spark_job
+from runners.job import run_main
+from storage import resolve
+from tests.common.contract import assert_output_contract, read_output
+
+FILES, ROWS_PER_FILE = 12, 3  # enough files that the kill lands with most of them still to run
+FIRST_PART_TIMEOUT_S = 300  # a loaded 2-core machine starts Ray and loads the model slowly
+ENGINES = {
+    "ray": (ray_job.main, ["--address", "local"]),  # its own Ray, never a cluster someone else started
+    "spark": (spark_job.main, ["--master", "local[2,2]"]),
+}
+
+
+@pytest.fixture()
+def images(tmp_path) -> tuple[Path, list[str]]:
+    make_dataset.main(["--output", str(tmp_path / "in"), "--images", str(FILES * ROWS_PER_FILE),
+                       "--rows-per-file", str(ROWS_PER_FILE), "--size", "64x48"])
+    ids = pq.read_table(tmp_path / "in", columns=["id"]).column("id").to_pylist()
+    return tmp_path / "in", ids
+
+
+def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) -> None:
+    """Start the job in its own session; SIGKILL the whole group once a part is committed."""
+    with open(log, "w") as sink:
+        job = subprocess.Popen([sys.executable, "-m", f"runners.{engine}_job", *argv], start_new_session=True,
+                               stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + FIRST_PART_TIMEOUT_S
+    try:
+        while not (out.exists() and commit.list_parts(resolve(str(out)))):
+            assert job.poll() is None, f"the job ended before committing a part:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"no part after {FIRST_PART_TIMEOUT_S} s:\n{log.read_text()[-3000:]}"
+            time.sleep(0.05)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+
+
+def assert_parts_whole(out: Path, source: Path) -> dict[str, int]:
+    """Every part holds exactly the ids of its input file; returns {part: mtime_ns}."""
+    stamps = {}
+    for name in commit.list_parts(resolve(str(out))):
+        rows, record = commit.read_part_record(resolve(str(out)), name)
+        expected = pq.read_table(source / record["input_file"], columns=["id"]).column("id").to_pylist()
+        assert pq.read_table(out / name).column("id").to_pylist() == expected and rows == ROWS_PER_FILE, name
+        stamps[name] = (out / name).stat().st_mtime_ns
+    assert set(os.listdir(out)) - {commit.STAGING} == set(stamps)  # nothing half-written beside them
+    return stamps
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_path, capsys):
+    source, ids = images
+    main, engine_args = ENGINES[engine]
+    argv = ["--input", str(source), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "8", *engine_args]
+    kill_after_first_part(engine, argv, tmp_path / "out", tmp_path / "killed.log")
+    assert not (tmp_path / "out" / commit.MANIFEST).exists()
+    kept = assert_parts_whole(tmp_path / "out", source)
+    assert 1 <= len(kept) < FILES, f"the kill should land mid-run: {len(kept)} of {FILES} parts"
+
+    capsys.readouterr()
+    assert run_main(main, argv) == 2  # refused in one line, before any engine starts
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"holds a partial output of an earlier run ({len(kept)} committed parts" in err, err
+    assert "pass --resume to finish it or --overwrite to start over" in err
+    resumed = subprocess.run([sys.executable, "-m", f"runners.{engine}_job", *argv, "--resume"], capture_output=True, text=True,
+                             timeout=FIRST_PART_TIMEOUT_S * 2)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+    rows, manifest = read_output(str(tmp_path / "out"))
+    assert_output_contract(rows, manifest, ids, bad={})
+    run = FILES - len(kept)
+    assert manifest["input_files"] == {"total": FILES, "resumed": len(kept), "run": run, "rows_run": run * ROWS_PER_FILE}
+    assert {name: (tmp_path / "out" / name).stat().st_mtime_ns for name in kept} == kept  # skipped, not rewritten
+    assert f"after resuming {len(kept)} of {FILES} files" in resumed.stdout
+
+    assert run_main(main, [*argv, "--resume"]) == 0  # finished: nothing to do, and it says so
+    assert "already holds a finished job (_SUCCESS.json); nothing to do" in capsys.readouterr().err

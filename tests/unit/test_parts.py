@@ -1,0 +1,34 @@
+"""PartCollector: interleaved and repeated rows become one whole part per input file, each row once."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from runners.parts import PartCollector, positions, with_position
+from tests.common.datasets import write_mixed
+from tests.common.parts import job_parts, predictions
+
+
+def block(index: int, start: int, count: int):
+    """Output rows ``start..start+count`` of input file ``index``, as an engine hands them over."""
+    ids = [f"f{index}-{i}" for i in range(start, start + count)]
+    return with_position(predictions(ids), *positions(index, start, count))
+
+
+def test_rows_arriving_interleaved_and_twice_commit_each_file_once_in_input_order(tmp_path):
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    collector = PartCollector(parts, files)
+    assert collector.add(block(1, 3, 3)) == [] and collector.add(block(0, 0, 4)) == []
+    assert collector.add(block(1, 3, 3)) == []  # a re-executed block: dropped, not counted twice
+    done = collector.add(block(1, 0, 4))  # overlaps what file 1 already has, completes it
+    assert done == [(parts.name(files[1]), 6)]
+    assert collector.add(block(1, 0, 2)) == []  # file 1 is committed: later copies change nothing
+    with pytest.raises(RuntimeError, match=r"1 input files got only some of their rows \(e\.g\. .*part-00000.parquet: 4 of 6\)"):
+        collector.check_complete()
+    assert collector.add(block(0, 2, 4)) == [(parts.name(files[0]), 6)]
+    collector.check_complete()
+    for index in (0, 1):
+        ids = pq.read_table(tmp_path / "out" / parts.name(files[index])).column("id").to_pylist()
+        assert ids == [f"f{index}-{i}" for i in range(6)]  # whole, each row once, in input order

@@ -1,0 +1,83 @@
+"""What an existing output prefix means (runners.resume): refuse, clear, or keep the parts of a killed run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow.parquet as pq
+import pytest
+
+from runners import commit
+from runners.job import JobConfig, JobError
+from runners.resume import prepare_output
+from tests.common.datasets import write_mixed
+from tests.common.parts import job_parts, predictions
+
+
+@pytest.fixture()
+def killed_run(tmp_path):
+    """An output where a run committed the first two of its parts and died mid-write of a third."""
+    write_mixed(str(tmp_path / "in"), rows_per_file=5)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    for file in files[:2]:
+        parts.write(file, predictions([f"{file.path}:{i}" for i in range(file.rows)]))
+    (tmp_path / "out" / "_staging" / "run").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "out" / "_staging" / "run" / "half-written.tmp").write_bytes(b"PAR1")
+    return parts, files
+
+
+def config(parts: commit.Parts, **changes) -> JobConfig:
+    return JobConfig(input=parts.input_root, output=parts.output.path, weights="random", **changes)
+
+
+def test_a_partial_output_is_refused_without_resume(killed_run):
+    parts, files = killed_run
+    with pytest.raises(JobError, match="holds a partial output of an earlier run \\(2 committed parts, no _SUCCESS.json\\); "
+                                       "pass --resume to finish it or --overwrite to start over"):
+        prepare_output(parts.output, config(parts), parts, files)
+
+
+def test_resume_keeps_whole_parts_and_clears_temporaries(killed_run, tmp_path):
+    parts, files = killed_run
+    state = prepare_output(parts.output, config(parts, resume=True), parts, files)
+    assert state.committed == tuple(sorted(parts.name(f) for f in files[:2])) and state.finished is None
+    assert not (tmp_path / "out" / "_staging").exists()
+
+
+def test_resume_runs_a_file_again_when_its_part_no_longer_matches_its_rows(killed_run):
+    parts, files = killed_run
+    grown = (dataclasses.replace(files[0], rows=files[0].rows + 1), *files[1:])  # as if the input file had grown
+    state = prepare_output(parts.output, config(parts, resume=True), parts, grown)
+    assert state.committed == (parts.name(files[1]),)
+
+
+def test_resume_refuses_parts_of_other_options_or_other_files(killed_run, tmp_path):
+    parts, files = killed_run
+    other = dataclasses.replace(parts, options={**parts.options, "topk": 3})
+    with pytest.raises(JobError, match="was written with other options \\(topk; e.g. topk=5, now 3\\)"):
+        prepare_output(parts.output, config(parts, resume=True, topk=3), other, files)
+    with pytest.raises(JobError, match="belongs to no input file of this plan"):
+        prepare_output(parts.output, config(parts, resume=True), parts, files[1:])
+
+
+def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
+    parts, files = killed_run
+    commit.write_manifest(parts.output, {"output_options": parts.options})
+    with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --overwrite"):
+        prepare_output(parts.output, config(parts), parts, files)
+    assert prepare_output(parts.output, config(parts, resume=True), parts, files).finished == {"output_options": parts.options}
+
+
+def test_overwrite_clears_ours_and_foreign_files_are_never_touched(killed_run, tmp_path):
+    parts, files = killed_run
+    assert prepare_output(parts.output, config(parts, overwrite=True), parts, files).committed == ()
+    assert commit.list_parts(parts.output) == []
+    pq.write_table(predictions(["a"]), tmp_path / "out" / "someone-elses.parquet")
+    with pytest.raises(JobError, match="holds files this job did not write \\(e.g. someone-elses.parquet\\)"):
+        prepare_output(parts.output, config(parts, overwrite=True), parts, files)
+    assert (tmp_path / "out" / "someone-elses.parquet").exists()
+
+
+def test_resume_and_overwrite_contradict():
+    with pytest.raises(JobError, match="--resume keeps the output and --overwrite replaces it; pass one of them"):
+        JobConfig(input="a", output="b", resume=True, overwrite=True)
