@@ -4,7 +4,7 @@
         --weights random --report ./compare-report --instance g5.xlarge
 
 Runs each engine's job on this machine, one after another, into ``<report>/outputs/<engine>/``:
-Ray on a fresh local Ray, Spark on ``local[*]``, SageMaker in ``--local`` mode, and
+Ray on a fresh local Ray, Spark on its default ``local[*,4]``, SageMaker in ``--local`` mode, and
 ``runners.local_job`` (plain PyTorch, the baseline). Then it times the model alone on input
 already on the device (the ceiling), checks that the engines agree row by row (parity), and
 writes results.json, results.md and chart.png into the report directory, printing the table.
@@ -48,7 +48,7 @@ from storage import resolve
 # How each engine runs on one machine; every other option is the shared config.
 ENGINE_OPTIONS = {
     "ray": ["--address", "local"],  # a fresh local Ray, never a cluster that happens to run here
-    "spark": ["--master", "local[*]"],
+    "spark": [],  # its default master: local[*,4], all cores, failed tasks retried
     "sagemaker": ["--local"],  # the packaged handler behind a loopback server
     "local": [],
 }

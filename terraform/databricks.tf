@@ -8,13 +8,13 @@ locals {
 
   # The runner's command line. {{job.start_time.iso_date}} is a Databricks dynamic value
   # reference (YYYY-MM-DD of the run), so every night writes its own prefix.
-  # --overwrite: a retry of the same night replaces that night's partial output.
+  # --resume: a retry of the same night keeps the parts already committed and runs the rest.
   spark_job_parameters = [
     "--input", local.input_uri,
     "--output", "${local.output_prefix}{{job.start_time.iso_date}}/",
     "--weights", local.weights_uri,
     "--udf", "iterator",
-    "--overwrite",
+    "--resume",
   ]
 }
 

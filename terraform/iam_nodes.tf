@@ -36,7 +36,7 @@ data "aws_iam_policy_document" "job_data" {
   }
 
   statement {
-    # DeleteObject: --overwrite and the commit step replace a partial run's files.
+    # DeleteObject: --overwrite replaces a run's files; the commit step clears its staging.
     sid       = "WriteOutput"
     actions   = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = ["${module.output_bucket.arn}/*"]

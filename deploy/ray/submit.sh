@@ -32,4 +32,4 @@ ray job submit --working-dir . -- \
   --weights "$WEIGHTS_URI" \
   --num-gpu-actors 4 \
   --batch-size 256 \
-  --overwrite
+  --resume

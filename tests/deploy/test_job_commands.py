@@ -9,7 +9,7 @@ from deploy_helpers import DEPLOY, DOCS, load_yaml, module_command, ray_submit_t
 
 # The runner contract (runners/job.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
-          "--precision", "--overwrite", "--image-column", "--id-column"}
+          "--precision", "--overwrite", "--resume", "--image-column", "--id-column"}
 ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors"},
           "runners.spark_job": {"--udf"}}
 REQUIRED = {"--input", "--output", "--weights"}
@@ -68,4 +68,4 @@ def test_ray_commands_parse_with_the_real_parser(where):
     _, tokens = COMMANDS[where]
     args = get_ray_args_parser().parse_args(tokens())
     config = config_from_args(args)  # the shared validation accepts it too
-    assert config.input and config.output and config.weights != "random" and config.overwrite
+    assert config.input and config.output and config.weights != "random" and config.resume

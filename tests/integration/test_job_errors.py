@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import boto3
-import pytest
 
 from runners import ray_job
 from runners.job import run_main
