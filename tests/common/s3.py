@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from moto.server import ThreadedMotoServer
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
+
 
 S3_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -16,6 +19,9 @@ S3_TEST_ENV = {
 
 
 def start_s3_server() -> tuple[ThreadedMotoServer, str]:
+    # Imported here, not at the top: a lent GPU machine runs tests/gpu without moto installed.
+    from moto.server import ThreadedMotoServer
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in test output
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
