@@ -82,6 +82,8 @@ class Predictor:
             return nullcontext()
         if not hasattr(self._streams, "stream"):
             self._streams.stream = torch.cuda.Stream(self.device)
+        # A batch already on the device (--decode gpu) was made on the caller's stream: wait for it.
+        self._streams.stream.wait_stream(torch.cuda.current_stream(self.device))
         return torch.cuda.stream(self._streams.stream)
 
     def _to_device(self, pixels: np.ndarray | torch.Tensor) -> torch.Tensor:
