@@ -18,7 +18,7 @@ from torch import nn
 from torchvision.models import ResNet50_Weights, resnet50
 
 from preprocess import EvalSize
-from storage import StorageError, resolve, storage_errors
+from storage import StorageError, redact, resolve, storage_errors
 
 # Every process building ``random`` weights gets the same ones, so engines can be compared row by row.
 RANDOM_WEIGHTS_SEED = 0
@@ -93,7 +93,7 @@ def _read_checkpoint(uri: str, s3_endpoint_url: str | None) -> object:
         with storage_errors(uri), location.filesystem.open_input_stream(location.path) as stream:
             data = stream.read()
     except (StorageError, FileNotFoundError) as e:
-        raise WeightsError(f"cannot read weights {uri}: {e}; pass imagenet, random, a path or s3:// URI") from e
+        raise WeightsError(f"cannot read weights {redact(uri)}: {e}; pass imagenet, random, a path or s3:// URI") from e
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError... for bad files

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from inference import WeightsError
 from inference.device import PRECISIONS
 from preprocess import DEFAULT_MAX_PIXELS
-from storage import StorageError
+from storage import StorageError, has_credentials, redact
 
 DECODES = ("cpu", "gpu")
 EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every refused job
@@ -60,6 +60,11 @@ class JobConfig:
         _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
         _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
                  "--output must differ from --input")
+        for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
+                            ("--s3-endpoint-url", self.s3_endpoint_url)):
+            # The manifest records the config: a password in a URL would be written next to the data.
+            _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
+                     "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
@@ -144,12 +149,24 @@ def config_to_argv(config: JobConfig) -> list[str]:
     return argv
 
 
+def _one_line(error: BaseException) -> str:
+    """The first line of the error a worker raised, when an engine re-raised it wrapped.
+
+    Ray re-raises a task's exception as ``RayTaskError`` subclassing its class (so it is
+    caught here), whose text is the worker's traceback; ``cause`` is the original, to which
+    Ray Data appends lines of retry hints. Our own messages are one line.
+    """
+    cause = getattr(error, "cause", None)
+    text = str(cause if isinstance(cause, BaseException) else error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> int:
     """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2."""
     try:
         main(argv)
     except (JobError, StorageError, WeightsError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted: no manifest written; re-run with --resume to keep the committed parts and finish", file=sys.stderr)

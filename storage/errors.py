@@ -5,6 +5,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+# What is left of a 503 once the SDK's retries (storage.resolve.S3_MAX_ATTEMPTS) ran out.
+_UNAVAILABLE = (
+    "S3 answered 503 (SlowDown / unavailable) to every retry: the store is throttling or down; "
+    "run again later (or raise AWS_MAX_ATTEMPTS)"
+)
 # (substring of the SDK's message, what it means and what to do). First match wins.
 _HINTS = [
     ("NoSuchBucket", "the bucket does not exist: create it or fix the URI"),
@@ -17,6 +22,8 @@ _HINTS = [
     ("curlCode: 7", "cannot reach the S3 endpoint: check --s3-endpoint-url / AWS_ENDPOINT_URL and the network"),
     ("curlCode: 6", "cannot resolve the S3 endpoint's host: check --s3-endpoint-url / AWS_ENDPOINT_URL"),
     ("curlCode: 28", "the S3 endpoint timed out: check --s3-endpoint-url / AWS_ENDPOINT_URL and the network"),
+    ("SLOW_DOWN", _UNAVAILABLE),
+    ("HTTP status 503", _UNAVAILABLE),
 ]
 
 

@@ -9,6 +9,7 @@ Use ``resolve(uri, endpoint_url)`` everywhere data is read or written. S3 goes t
 from __future__ import annotations
 
 import os
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -18,8 +19,10 @@ import pyarrow.fs as pafs
 from storage.credentials import require_credentials
 from storage.errors import StorageError, storage_errors
 
-# Transient S3 errors (503 SlowDown, resets) are retried by the AWS SDK with backoff;
-# 10 attempts ride out throttling bursts without hanging on a dead endpoint.
+# Transient S3 errors (503 SlowDown, resets) are retried by the AWS SDK, waiting up to
+# 2^n seconds (at most 20 s) between tries: 10 attempts ride out throttling bursts, and a
+# store that is gone for good fails each request after about 90 s instead of hanging.
+# AWS_MAX_ATTEMPTS, the AWS SDKs' own variable, overrides it.
 S3_MAX_ATTEMPTS = 10
 # Fail fast on an unreachable endpoint; a live one answers a TCP connect in well under this.
 S3_CONNECT_TIMEOUT_S = 5.0
@@ -47,6 +50,26 @@ class Location:
         return f"s3://{path}" if self.is_s3 else path
 
 
+class RetryingS3FileSystem(pafs.S3FileSystem):
+    """``pyarrow.fs.S3FileSystem`` with the AWS standard retry strategy, kept across pickling.
+
+    pyarrow drops ``retry_strategy`` when it pickles an S3FileSystem (apache/arrow#47348, still
+    so in pyarrow 26), so Ray actors and Spark tasks would silently retry 3 times, not ours.
+    """
+
+    def __init__(self, *, max_attempts: int, **options) -> None:
+        super().__init__(retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max_attempts), **options)
+        self.max_attempts = max_attempts
+
+    def __reduce__(self):
+        _, (options,) = super().__reduce__()
+        return _rebuild_s3, (self.max_attempts, options)
+
+
+def _rebuild_s3(max_attempts: int, options: dict) -> RetryingS3FileSystem:
+    return RetryingS3FileSystem(max_attempts=max_attempts, **options)
+
+
 def require_bucket(location: Location, option: str) -> None:
     """Raise StorageError naming ``option`` when the location's S3 bucket does not exist."""
     if not location.is_s3:
@@ -63,12 +86,41 @@ def s3_endpoint(endpoint_url: str | None) -> str | None:
     return endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
+def has_credentials(url: str | None) -> bool:
+    """Whether ``url`` carries ``user:password@`` (as in pyarrow's ``s3://key:secret@bucket``)."""
+    return bool(url) and "://" in url and "@" in urlparse(url).netloc
+
+
+def redact(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``: safe to print."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1***@", url)
+
+
+def _refuse_credentials(url: str, what: str) -> None:
+    if has_credentials(url):
+        raise StorageError(
+            f"{redact(url)}: {what} carries credentials (user:password@), which would end up in logs and the "
+            "manifest; drop them and use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+
+
+def s3_max_attempts() -> int:
+    """Tries per S3 request: ``AWS_MAX_ATTEMPTS`` when set, else ``S3_MAX_ATTEMPTS``."""
+    value = os.environ.get("AWS_MAX_ATTEMPTS")
+    if value is None:
+        return S3_MAX_ATTEMPTS
+    if not value.strip().isdigit() or int(value) < 1:
+        raise StorageError(f"AWS_MAX_ATTEMPTS={value!r}: expected a positive integer (tries per S3 request)")
+    return int(value)
+
+
 def resolve(uri: str, endpoint_url: str | None = None) -> Location:
     """Resolve ``uri`` (``s3://bucket/prefix``, ``file:///dir`` or a local path)."""
     if not uri:
         raise StorageError("empty URI: pass an s3://bucket/prefix or a local path")
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
+        _refuse_credentials(uri, "the URI")
         return _resolve_s3(uri, parsed, s3_endpoint(endpoint_url))
     if parsed.scheme in ("", "file"):
         path = parsed.path if parsed.scheme == "file" else uri
@@ -81,9 +133,9 @@ def _resolve_s3(uri: str, parsed, endpoint: str | None) -> Location:
     if not bucket:
         raise StorageError(f"{uri}: no bucket in the URI; write it as s3://bucket/prefix")
     require_credentials(uri)
-    filesystem = pafs.S3FileSystem(
+    filesystem = RetryingS3FileSystem(
+        max_attempts=s3_max_attempts(),
         region=_region(uri, bucket, endpoint),
-        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=S3_MAX_ATTEMPTS),
         connect_timeout=S3_CONNECT_TIMEOUT_S,
         request_timeout=S3_REQUEST_TIMEOUT_S,
         **_endpoint_args(uri, endpoint),
@@ -94,6 +146,7 @@ def _resolve_s3(uri: str, parsed, endpoint: str | None) -> Location:
 def _endpoint_args(uri: str, endpoint: str | None) -> dict[str, str]:
     if not endpoint:
         return {}
+    _refuse_credentials(endpoint, "the S3 endpoint")
     parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise StorageError(f"{uri}: bad S3 endpoint {endpoint!r}; write it as http(s)://host:port")

@@ -1,0 +1,80 @@
+"""The Ray job under faults: S3 answering SlowDown or dropping connections, S3 gone for good
+after planning, and actor processes killed mid-run. Every row comes out exactly once, or the
+job stops with one line; it never hangs.
+"""
+
+from __future__ import annotations
+
+import pytest
+import ray
+
+from runners import ray_job
+from runners.job import run_main
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+from tests.common.processes import KillFirst, ray_actor_working
+
+FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+def run(*argv: str) -> dict:
+    return ray_job.main(["--weights", "random", "--batch-size", "8", *argv])
+
+
+def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    proxy = fault_proxy(fault_rate=FAULT_RATE, seed=1)
+    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url)
+    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert_output_contract(rows, manifest, ids, bad)
+    assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
+    print(f"ray under {FAULT_RATE:.0%} S3 faults: {dict(proxy.counts)}")
+
+
+def test_s3_down_from_the_start_stops_before_any_work(s3_bucket, fault_proxy, monkeypatch, capsys):
+    proxy = fault_proxy(fail_all=True)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
+    assert run_main(ray_job.main, ["--weights", "random", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: s3://{s3_bucket}/images/: ") and "503" in err and err.count("\n") == 1, err
+    assert proxy.counts["requests"] == 2  # one request, tried twice
+
+
+def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
+    write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    proxy = fault_proxy()
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
+
+    def prepare_then_fail(config):
+        job = prepare(config)
+        # Planned: S3 dies at the first read of an input file's data, for good (503 SlowDown).
+        proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
+        return job
+
+    prepare = ray_job.prepare_job
+    monkeypatch.setattr(ray_job, "prepare_job", prepare_then_fail)
+    argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
+    assert run_main(ray_job.main, ["--weights", "random", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
+
+
+@pytest.mark.parametrize("actor", ["RayPreprocess", "RayClassify"])
+def test_killed_actor_redoes_its_batches(actor, tmp_path):
+    ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=4)
+    with KillFirst(ray_actor_working(actor)) as killer:
+        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+    assert killer.killed, f"no {actor} actor was seen working"
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_output_contract(rows, manifest, ids, bad)
+    stage = "preprocess" if actor == "RayPreprocess" else "classify"
+    # The placement registry hears from every actor constructor: 2 means the pool's one actor was restarted.
+    assert sum(p["actors"] for p in manifest["placement"][stage]) == 2, manifest["placement"]

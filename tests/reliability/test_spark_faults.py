@@ -1,0 +1,79 @@
+"""The Spark job under faults: S3 answering SlowDown or dropping connections, S3 gone for good
+after planning, and a Python worker killed mid-task. Every row comes out exactly once, or the
+job stops with one line; it never hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from pyspark.sql import SparkSession
+
+from runners import spark_job
+from runners.job import run_main
+from tests.common.contract import assert_output_contract, read_output
+from tests.common.datasets import write_mixed
+from tests.common.processes import KillFirst, busy_pyspark_worker
+
+FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
+TASK_ATTEMPTS = 4  # Spark's default spark.task.maxFailures on a cluster; local mode needs it in the master
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_spark():
+    """local[2,4]: 2 cores, and a failed task is tried up to 4 times (plain local[N] never retries)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(f"local[2,{TASK_ATTEMPTS}]")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
+def run(*argv: str) -> dict:
+    return spark_job.main(["--weights", "random", "--batch-size", "8", *argv])
+
+
+def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    proxy = fault_proxy(fault_rate=FAULT_RATE, seed=2)
+    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url)
+    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert_output_contract(rows, manifest, ids, bad)
+    assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
+    print(f"spark under {FAULT_RATE:.0%} S3 faults: {dict(proxy.counts)}")
+
+
+def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
+    write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    proxy = fault_proxy()
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
+
+    def prepare_then_fail(config):
+        job = prepare(config)
+        # Planned: S3 dies at the first read of an input file's data, for good (503 SlowDown).
+        proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
+        return job
+
+    prepare = spark_job.prepare_job
+    monkeypatch.setattr(spark_job, "prepare_job", prepare_then_fail)
+    argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
+    assert run_main(spark_job.main, ["--weights", "random", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: s3://{s3_bucket}/") and "503" in err, err
+
+
+def test_killed_python_worker_redoes_its_task(tmp_path):
+    ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=9)
+    with KillFirst(busy_pyspark_worker(cpu_s=1.0)) as killer:
+        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+    assert killer.killed, "no pyspark worker was seen running a task"
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_output_contract(rows, manifest, ids, bad)
+    assert manifest["spark"]["retried_partitions"], "the killed worker's task was not retried"
