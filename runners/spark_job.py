@@ -30,11 +30,13 @@ GPUs: give each task one GPU and the job uses the address Spark assigned it, e.g
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import sys
 import time
 from collections.abc import Sequence
 
+from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
@@ -54,9 +56,12 @@ from runners.spark_udfs import (
     series_predict,
 )
 from runners.stages import default_batch_size
+from storage import StorageError
 
 # Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
 # Python worker died is retried (plain local[*] allows one attempt).
+# The last line of a Python traceback raised by our storage layer in a worker.
+_WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULTILINE)
 DEFAULT_MASTER = "local[*,4]"
 # One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
 # deeper queues only hold more memory once decode keeps up.
@@ -144,10 +149,23 @@ def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_s
     spec = TaskSpec(job.config, job.pending, job.parts, batch_size, args.prefetch)
     partitions = args.partitions or len(job.pending.files)
     started = time.perf_counter()
-    stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
+    try:
+        stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
+    except PythonException as e:
+        raise storage_error_of(e) or e
     seconds = time.perf_counter() - started
     print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
     return seconds, sorted({r.partition for r in stats if r.attempt > 0})
+
+
+def storage_error_of(error: PythonException) -> StorageError | None:
+    """The one-line StorageError a task died of (after its retries), if that is what it died of.
+
+    Spark hands the driver the worker's traceback as text; our storage errors already name
+    the URI and the fix, so the user gets that line instead of a JVM stack.
+    """
+    found = _WORKER_STORAGE_ERROR.findall(str(error))
+    return StorageError(found[-1]) if found else None
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -122,7 +122,7 @@ def prefetched(items: Iterator, depth: int) -> Iterator:
         while True:
             kind, item = slots.get()
             if kind == "error":
-                raise RuntimeError(f"reading ahead failed: {item}") from item
+                raise item  # the reader's own error (a StorageError stays one), with its traceback
             if item is done:
                 return
             yield item
