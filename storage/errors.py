@@ -22,6 +22,7 @@ _HINTS = [
     ("curlCode: 7", "cannot reach the S3 endpoint: check --s3-endpoint-url / AWS_ENDPOINT_URL and the network"),
     ("curlCode: 6", "cannot resolve the S3 endpoint's host: check --s3-endpoint-url / AWS_ENDPOINT_URL"),
     ("curlCode: 28", "the S3 endpoint timed out: check --s3-endpoint-url / AWS_ENDPOINT_URL and the network"),
+    ("NETWORK_CONNECTION", "the S3 endpoint dropped the connection on every retry: check it is up, and the network"),
     ("SLOW_DOWN", _UNAVAILABLE),
     ("HTTP status 503", _UNAVAILABLE),
 ]

@@ -12,9 +12,11 @@ picks which requests fail, and how:
   the work). Only GETs: that is where bodies are large enough to be cut in practice, and a
   cut answer to a write that took effect is a different fault class.
 
+``latency_s`` delays every request, as a slow or distant store would.
 ``fail_all`` answers every request with ``SlowDown``: an endpoint that is down for good.
-``fail_from(predicate)`` sets it at the first request ``predicate(method, path)`` accepts, e.g.
-the first read of an input file once a job has planned. ``counts`` says how many requests came and how many faults of each kind were injected.
+``fail_from(predicate)`` sets it at the first request ``predicate(method, path)`` accepts,
+e.g. the first read of an input file once a job has planned. ``counts`` holds the requests
+seen and the faults injected, by kind.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import http.client
 import io
 import random
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import BinaryIO
 from urllib.parse import urlparse
 
 FAULT_KINDS = ("slowdown", "reset", "truncate")
@@ -45,17 +49,17 @@ SLOW_DOWN = (
 
 
 class FaultProxy(ThreadingHTTPServer):
-    """``FaultProxy(upstream, fault_rate=0.1, seed=0)``; ``start()``, ``url``, ``counts``, ``stop()``."""
+    """``with FaultProxy(upstream, fault_rate=0.1, seed=0) as proxy:`` ``proxy.url``, ``proxy.counts``."""
 
     daemon_threads = True
 
     def __init__(self, upstream: str, fault_rate: float = 0.0, seed: int = 0,
-                 kinds: tuple[str, ...] = FAULT_KINDS, fail_all: bool = False) -> None:
+                 kinds: tuple[str, ...] = FAULT_KINDS, fail_all: bool = False, latency_s: float = 0.0) -> None:
         if not 0.0 <= fault_rate <= 1.0 or not kinds or set(kinds) - set(FAULT_KINDS):
             raise ValueError(f"fault_rate must be in [0, 1] and kinds a subset of {FAULT_KINDS}; got {fault_rate}, {kinds}")
         parsed = urlparse(upstream)
         self.upstream = (parsed.hostname, parsed.port or 80)
-        self.fault_rate, self.kinds, self.fail_all = fault_rate, kinds, fail_all
+        self.fault_rate, self.kinds, self.fail_all, self.latency_s = fault_rate, kinds, fail_all, latency_s
         self._fail_when: Callable[[str, str], bool] | None = None
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(seed)
@@ -73,6 +77,12 @@ class FaultProxy(ThreadingHTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def fail_from(self, predicate: Callable[[str, str], bool]) -> None:
         """Fail every request from the first one ``predicate(method, path)`` accepts on."""
@@ -131,8 +141,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _proxy(self) -> None:
         body = self._read_body()  # always read, so a faulted request leaves the stream clean
         fault = self.server.next_fault(self.command, self.path)
+        time.sleep(self.server.latency_s)
         if fault == "slowdown":
-            return self._reply(503, [("Content-Type", "application/xml"), ("Content-Length", str(len(SLOW_DOWN)))], io.BytesIO(SLOW_DOWN), len(SLOW_DOWN))
+            headers = [("Content-Type", "application/xml"), ("Content-Length", str(len(SLOW_DOWN)))]
+            return self._reply(503, headers, io.BytesIO(SLOW_DOWN), len(SLOW_DOWN))
         if fault == "reset":
             self.close_connection = True  # close with no answer at all
             return
@@ -155,7 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else None
 
-    def _chunks(self):
+    def _chunks(self) -> Iterator[bytes]:
         while True:
             size = int(self.rfile.readline(1024).split(b";", 1)[0].strip(), 16)
             if size == 0:
@@ -178,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.upstream.endheaders(message_body=_as_chunked(body) if chunked else body)
         return self.upstream.getresponse()
 
-    def _reply(self, status: int, headers: list[tuple[str, str]], body, count: int) -> None:
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: BinaryIO, count: int) -> None:
         """Send the status and headers, then ``count`` bytes of ``body`` as they arrive."""
         self.send_response_only(status)
         for name, value in headers:

@@ -21,22 +21,33 @@ def command_line(process: psutil.Process) -> str:
     return " ".join(process.cmdline()).strip()
 
 
+def ray_data_actor(process: psutil.Process) -> bool:
+    """A Ray Data map actor of any job (its title names its operator)."""
+    return "MapBatches(" in command_line(process)
+
+
 def ray_actor_working(actor_class: str) -> Callable[[psutil.Process], bool]:
     """Matches a Ray Data actor of ``actor_class`` while it runs a batch (not while it starts)."""
     return lambda process: f"MapBatches({actor_class})).submit" in command_line(process)
 
 
-def busy_pyspark_worker(cpu_s: float = 1.0) -> Callable[[psutil.Process], bool]:
-    """Matches a Python worker forked by ``pyspark.daemon`` once it has used ``cpu_s`` of CPU
-    since first seen: it is running a task, not idling in Spark's pool of reused workers."""
-    first_seen: dict[int, float] = {}
+def busy_pyspark_worker(cpu_s: float = 1.0, window_s: float = 0.5) -> Callable[[psutil.Process], bool]:
+    """Matches a Python worker forked by ``pyspark.daemon`` that is running a task: it used
+    ``cpu_s`` of CPU since first seen and most of the last ``window_s`` (an idle worker, kept
+    for reuse between tasks, uses none)."""
+    first: dict[int, float] = {}  # pid -> CPU seconds when first seen
+    window: dict[int, tuple[float, float]] = {}  # pid -> (clock, CPU seconds) at the window's start
 
     def match(process: psutil.Process) -> bool:
         parent = process.parent()
         if parent is None or "pyspark.daemon" not in command_line(process) or "pyspark.daemon" not in command_line(parent):
             return False
-        used = sum(process.cpu_times()[:2])  # user + system seconds
-        return used - first_seen.setdefault(process.pid, used) >= cpu_s
+        now, used = time.monotonic(), sum(process.cpu_times()[:2])  # user + system
+        started, (since, used_then) = first.setdefault(process.pid, used), window.setdefault(process.pid, (now, used))
+        if now - since < window_s:
+            return False
+        window[process.pid] = (now, used)
+        return used - started >= cpu_s and (used - used_then) >= 0.5 * (now - since)
 
     return match
 
@@ -44,22 +55,27 @@ def busy_pyspark_worker(cpu_s: float = 1.0) -> Callable[[psutil.Process], bool]:
 class KillFirst(threading.Thread):
     """``with KillFirst(match) as killer: run the job``; SIGKILLs the first descendant ``match`` accepts.
 
-    ``killer.killed`` holds the command line of the process it killed (empty if none matched).
+    ``spare(process)`` spares processes that already exist when it starts: an earlier job's
+    Ray actors can outlive it (a failed job's, still in a task). ``killer.killed`` holds the
+    command line of the process it killed (empty if none matched).
     """
 
-    def __init__(self, match: Callable[[psutil.Process], bool], poll_s: float = 0.005, relist_s: float = 0.2) -> None:
+    def __init__(self, match: Callable[[psutil.Process], bool], spare: Callable[[psutil.Process], bool] | None = None,
+                 poll_s: float = 0.005, relist_s: float = 0.2) -> None:
         super().__init__(name="kill-first", daemon=True)
         # Listing the process tree is slow (all of /proc); looking at known processes is fast,
         # so a short task is caught within milliseconds of starting.
         self.match, self.poll_s, self.relist_s = match, poll_s, relist_s
         self.killed: list[str] = []
         self._done = threading.Event()
+        self._spared = {p.pid for p in psutil.Process().children(recursive=True) if spare and _safely(spare, p)}
 
     def run(self) -> None:
         me, processes, listed = psutil.Process(), [], 0.0
         while not self._done.is_set():
             if time.monotonic() - listed >= self.relist_s:
-                processes, listed = me.children(recursive=True), time.monotonic()
+                processes = [p for p in me.children(recursive=True) if p.pid not in self._spared]
+                listed = time.monotonic()
             for process in processes:
                 try:
                     if self.match(process):
@@ -78,3 +94,10 @@ class KillFirst(threading.Thread):
     def __exit__(self, *exc_info: object) -> None:
         self._done.set()
         self.join()
+
+
+def _safely(check: Callable[[psutil.Process], bool], process: psutil.Process) -> bool:
+    try:
+        return check(process)
+    except psutil.Error:
+        return False  # it ended while we looked at it

@@ -12,7 +12,7 @@ from runners import ray_job
 from runners.job import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.processes import KillFirst, ray_actor_working
+from tests.common.processes import KillFirst, ray_actor_working, ray_data_actor
 
 FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
 
@@ -68,10 +68,13 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
 
 
 @pytest.mark.parametrize("actor", ["RayPreprocess", "RayClassify"])
-def test_killed_actor_redoes_its_batches(actor, tmp_path):
-    ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=4)
-    with KillFirst(ray_actor_working(actor)) as killer:
-        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+def test_killed_actor_redoes_its_batches(actor, s3_bucket, s3_env, fault_proxy, tmp_path):
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env, rows_per_file=4)
+    # A slow store (0.2 s a request) keeps each preprocessing task busy for about a second,
+    # so the actor is caught early in its work, not as it finishes.
+    slow = fault_proxy(latency_s=0.2)
+    with KillFirst(ray_actor_working(actor), spare=ray_data_actor) as killer:
+        manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", str(tmp_path / "out"), "--s3-endpoint-url", slow.url)
     assert killer.killed, f"no {actor} actor was seen working"
     rows, _ = read_output(str(tmp_path / "out"))
     assert_output_contract(rows, manifest, ids, bad)
