@@ -9,7 +9,6 @@ Use ``resolve(uri, endpoint_url)`` everywhere data is read or written. S3 goes t
 from __future__ import annotations
 
 import os
-import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -87,13 +86,26 @@ def s3_endpoint(endpoint_url: str | None) -> str | None:
 
 
 def has_credentials(url: str | None) -> bool:
-    """Whether ``url`` carries ``user:password@`` (as in pyarrow's ``s3://key:secret@bucket``)."""
-    return bool(url) and "://" in url and "@" in urlparse(url).netloc
+    """Whether ``url`` carries ``user:password@``, as pyarrow's ``s3://KEY:SECRET@bucket/`` does.
+
+    A secret key may hold "/", which ends the URL's authority early, so: an s3:// authority
+    with "@" or ":" (a bucket name has neither), or an endpoint URL with "@" anywhere.
+    """
+    if not url or "://" not in url:
+        return False
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() == "s3":
+        authority = rest.split("/", 1)[0]
+        return "@" in authority or ":" in authority
+    return "@" in rest
 
 
 def redact(url: str) -> str:
-    """``url`` with any ``user:password@`` replaced by ``***@``: safe to print."""
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1***@", url)
+    """``url`` with any credentials replaced by ``***``: safe to print."""
+    if not has_credentials(url):
+        return url
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}" if "@" in rest else f"{scheme}://***"
 
 
 def _refuse_credentials(url: str, what: str) -> None:
