@@ -35,7 +35,6 @@ def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
     rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert_output_contract(rows, manifest, ids, bad)
     assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
-    print(f"ray under {FAULT_RATE:.0%} S3 faults: {dict(proxy.counts)}")
 
 
 def test_s3_down_from_the_start_stops_before_any_work(s3_bucket, fault_proxy, monkeypatch, capsys):

@@ -47,7 +47,6 @@ def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
     rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert_output_contract(rows, manifest, ids, bad)
     assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
-    print(f"spark under {FAULT_RATE:.0%} S3 faults: {dict(proxy.counts)}")
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
@@ -65,6 +64,8 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
     monkeypatch.setattr(spark_job, "prepare_job", prepare_then_fail)
     argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
     assert run_main(spark_job.main, ["--weights", "random", *argv]) == 2
+    # After Spark's own log of the failed task attempts. Today the line names the staging
+    # prefix: its clean-up on the driver fails too and hides the task's error (see report).
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"error: s3://{s3_bucket}/") and "503" in err, err
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 import pytest
 
-from storage import StorageError, resolve
+from storage import StorageError, has_credentials, resolve
 from storage.resolve import s3_endpoint
 
 
@@ -57,3 +57,27 @@ def test_bad_endpoint_and_unreachable_endpoint(s3_env):
     with pytest.raises(StorageError, match="cannot reach the S3 endpoint http://127.0.0.1:9"):
         resolve("s3://b/p", "http://127.0.0.1:9")  # nothing listens on port 9
 
+
+
+@pytest.mark.parametrize(
+    "uri, endpoint, shown",
+    [
+        ("s3://KEY:s3kr1t@bucket/in/", None, "s3://***@bucket/in/"),
+        ("s3://KEY:s3k/r1t+@bucket/in/", None, "s3://***@bucket/in/"),  # secret keys hold "/" and "+"
+        ("s3://bucket/in/", "http://user:s3kr1t@127.0.0.1:9000", "http://***@127.0.0.1:9000"),
+    ],
+)
+def test_credentials_in_urls_are_refused_and_never_shown(uri, endpoint, shown):
+    with pytest.raises(StorageError) as refused:
+        resolve(uri, endpoint)
+    assert str(refused.value).startswith(f"{shown}: ") and "s3k" not in str(refused.value), refused.value
+
+
+def test_s3_keys_may_hold_at_signs():
+    assert not has_credentials("s3://bucket/user@example.com/x.parquet") and not has_credentials("/data/a@b")
+
+
+def test_max_attempts_come_from_the_sdk_variable(monkeypatch):
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "0")
+    with pytest.raises(StorageError, match="AWS_MAX_ATTEMPTS='0': expected a positive integer"):
+        resolve("s3://bucket/in/", "http://127.0.0.1:9")
