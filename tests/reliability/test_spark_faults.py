@@ -64,10 +64,9 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
     monkeypatch.setattr(spark_job, "prepare_job", prepare_then_fail)
     argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
     assert run_main(spark_job.main, ["--weights", "random", *argv]) == 2
-    # After Spark's own log of the failed task attempts. Today the line names the staging
-    # prefix: its clean-up on the driver fails too and hides the task's error (see report).
+    # After Spark's own log of the failed task attempts: the worker's own line, naming the input file.
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith(f"error: s3://{s3_bucket}/") and "503" in err, err
+    assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
 
 
 def test_killed_python_worker_redoes_its_task(tmp_path):
