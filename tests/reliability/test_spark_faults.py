@@ -71,9 +71,18 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
 
 def test_killed_python_worker_redoes_its_task(tmp_path):
     ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=9)
-    with KillFirst(busy_pyspark_worker(cpu_s=1.0)) as killer:
-        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
-    assert killer.killed, "no pyspark worker was seen running a task"
-    rows, _ = read_output(str(tmp_path / "out"))
-    assert_output_contract(rows, manifest, ids, bad)
-    assert manifest["spark"]["retried_partitions"], "the killed worker's task was not retried"
+    retried = []
+    # The kill is timed from outside: on a loaded machine it can land on a worker that just
+    # finished its task (nothing to redo). Every run must be exactly once; one of up to
+    # three runs must show the killed task redone.
+    for attempt in range(3):
+        out = str(tmp_path / f"out-{attempt}")
+        with KillFirst(busy_pyspark_worker(cpu_s=1.0)) as killer:
+            manifest = run("--input", str(tmp_path / "in"), "--output", out)
+        assert killer.killed, "no pyspark worker was seen running a task"
+        rows, _ = read_output(out)
+        assert_output_contract(rows, manifest, ids, bad)
+        retried = manifest["spark"]["retried_partitions"]
+        if retried:
+            break
+    assert retried, "in three runs, no killed worker's task was retried"
