@@ -13,6 +13,7 @@ from runners.job import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, ray_actor_working, ray_data_actor
+from tests.reliability.scenarios import s3_gone_after_planning
 
 FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
 
@@ -48,20 +49,7 @@ def test_s3_down_from_the_start_stops_before_any_work(s3_bucket, fault_proxy, mo
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
-    write_mixed(f"s3://{s3_bucket}/images/", s3_env)
-    proxy = fault_proxy()
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
-
-    def prepare_then_fail(config):
-        job = prepare(config)
-        # Planned: S3 dies at the first read of an input file's data, for good (503 SlowDown).
-        proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
-        return job
-
-    prepare = ray_job.prepare_job
-    monkeypatch.setattr(ray_job, "prepare_job", prepare_then_fail)
-    argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
-    assert run_main(ray_job.main, ["--weights", "random", *argv]) == 2
+    assert s3_gone_after_planning(ray_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
 

@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from runners import spark_job
-from runners.job import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, busy_pyspark_worker
+from tests.reliability.scenarios import s3_gone_after_planning
 
 FAULT_RATE = 0.25  # of S3 requests; one failing all 10 tries has odds of 1e-6
 TASK_ATTEMPTS = 4  # Spark's default spark.task.maxFailures on a cluster; local mode needs it in the master
@@ -50,20 +50,7 @@ def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
-    write_mixed(f"s3://{s3_bucket}/images/", s3_env)
-    proxy = fault_proxy()
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
-
-    def prepare_then_fail(config):
-        job = prepare(config)
-        # Planned: S3 dies at the first read of an input file's data, for good (503 SlowDown).
-        proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
-        return job
-
-    prepare = spark_job.prepare_job
-    monkeypatch.setattr(spark_job, "prepare_job", prepare_then_fail)
-    argv = ["--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url]
-    assert run_main(spark_job.main, ["--weights", "random", *argv]) == 2
+    assert s3_gone_after_planning(spark_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 2
     # After Spark's own log of the failed task attempts: the worker's own line, naming the input file.
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
