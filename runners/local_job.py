@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 
-import pyarrow as pa
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -55,11 +55,11 @@ class PlannedFiles(IterableDataset):
             for start, ids, records in read_planned(self.plan, index, self.batch_rows):
                 where = {"file": index, "start": start, "ids": ids}
                 if self.config.decode == "gpu":  # decoded on the device by Classify.classify_encoded
-                    yield {**where, "cells": preprocess.encoded_cells(records)}
+                    yield {**where, "images": preprocess.encoded_cells(records), "errors": None}
                     continue
                 out = preprocess(records)
                 # (N, crop, crop, 3) uint8; a tensor so the DataLoader can share and pin it.
-                yield {**where, "pixels": torch.from_numpy(out.pixels), "errors": out.errors}
+                yield {**where, "images": torch.from_numpy(out.pixels), "errors": out.errors}
 
 
 def run(job: PreparedJob, workers: int, start_method: str, batch_size: int) -> None:
@@ -75,14 +75,14 @@ def run(job: PreparedJob, workers: int, start_method: str, batch_size: int) -> N
     )
     collector = PartCollector(job.parts, job.pending.files)
     for batch in loader:
-        collector.add(with_position(classified(classify, batch), *positions(batch["file"], batch["start"], len(batch["ids"]))))
+        table = classify.classify_either(batch["ids"], _host(batch["images"]), batch["errors"])
+        collector.add(with_position(table, *positions(batch["file"], batch["start"], len(batch["ids"]))))
     collector.check_complete()
 
 
-def classified(classify: Classify, batch: dict) -> pa.Table:
-    if "cells" in batch:  # --decode gpu
-        return classify.classify_encoded(batch["ids"], batch["cells"])
-    return classify(batch["ids"], batch["pixels"].numpy(), batch["errors"])
+def _host(images: torch.Tensor | list) -> np.ndarray | list:
+    """Pixels as the numpy the predictor takes (pinned memory stays pinned); encoded cells as they are."""
+    return images.numpy() if isinstance(images, torch.Tensor) else images
 
 
 def get_local_args_parser() -> argparse.ArgumentParser:

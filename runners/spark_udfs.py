@@ -162,14 +162,8 @@ class ReadAndClassify:
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         classify = cached_classifier(self.spec.config)
         batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
-        tables = (with_position(_classified(classify, ids, pixels, errors), *where) for where, ids, pixels, errors in batches)
+        tables = (with_position(classify.classify_either(ids, pixels, errors), *where) for where, ids, pixels, errors in batches)
         yield from write_parts(self.spec, tables)
-
-
-def _classified(classify: Classify, ids: list[str], pixels_or_cells: np.ndarray | list, errors: list | None) -> pa.Table:
-    if errors is None:  # --decode gpu: encoded cells
-        return classify.classify_encoded(ids, pixels_or_cells)
-    return classify(ids, pixels_or_cells, errors)
 
 
 class ReadAndPreprocess:

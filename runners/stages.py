@@ -70,6 +70,13 @@ class Classify:
         predictions = self.predictor(pixels[ok] if not ok.all() else pixels)
         return prediction_table(ids, errors, predictions)
 
+    def classify_either(self, ids: Sequence[str], pixels_or_cells: np.ndarray | Sequence[bytes | None],
+                        errors: Sequence[str | None] | None) -> pa.Table:
+        """Whichever the CPU stage produced: pixels with their errors, or (``errors`` None) encoded cells."""
+        if errors is None:  # --decode gpu
+            return self.classify_encoded(ids, pixels_or_cells)
+        return self(ids, pixels_or_cells, errors)
+
     def classify_encoded(self, ids: Sequence[str], cells: Sequence[bytes | None]) -> pa.Table:
         """``--decode gpu``: decode and resize on the model's device, then classify."""
         batch = preprocess_on_device(cells, self.predictor.device, self.size, max_pixels=self.config.max_pixels)
