@@ -123,6 +123,11 @@ def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
         batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=scaling.preprocess_actors),
         num_cpus=1,
+        # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
+        # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
+        # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
+        # and still uses a GPU node's spare CPUs when none has.
+        scheduling_strategy="DEFAULT",
         fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
     ).map_batches(
         RayClassify,

@@ -31,7 +31,10 @@ def test_preprocessing_on_cpu_node_and_predictor_on_gpu_node(cluster, tmp_path):
     ray.init(address=cluster.address, logging_level="WARNING")
     try:
         manifest = ray_job.main(
-            ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "8"]
+            # Up to two decoders: both fit on the head. Ray Data's own "SPREAD" placement put
+            # one on the GPU node now and then, leaving the predictor pending behind it.
+            ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random"]
+            + ["--batch-size", "8", "--num-cpu-actors", "2"]
         )
     finally:
         ray.shutdown()
