@@ -2,35 +2,24 @@
 
 Without CUDA the device path decodes with libjpeg-turbo on the predictor's CPU; the routing,
 the CPU fallback and the error rows are the same code as on a GPU. Ray runs in a subprocess so
-that this module's Spark and a Ray never share a process (as in test_parity).
+that this module's Spark and a Ray never share a process (``tests.common.spark.run_ray_then_spark``).
 """
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-
-from pyspark.sql import SparkSession
 
 from runners import spark_job
 from runners.job import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
+from tests.common.spark import run_ray_then_spark
 
 
 def test_ray_and_spark_decode_on_the_device_and_agree(tmp_path):
     ids, bad = write_mixed(str(tmp_path / "in"))
     common = ["--input", str(tmp_path / "in"), "--weights", "random", "--batch-size", "8", "--decode", "gpu"]
-    subprocess.run([sys.executable, "-m", "runners.ray_job", *common, "--output", str(tmp_path / "ray")], check=True)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
-    try:
-        spark_job.main([*common, "--output", str(tmp_path / "spark")])
-    finally:
-        spark.stop()
-    ray_rows, ray_manifest = read_output(str(tmp_path / "ray"))
-    spark_rows, spark_manifest = read_output(str(tmp_path / "spark"))
+    ray_out, spark_out = run_ray_then_spark(common, tmp_path)
+    ray_rows, ray_manifest = read_output(ray_out)
+    spark_rows, spark_manifest = read_output(spark_out)
     assert_output_contract(ray_rows, ray_manifest, ids, bad)
     assert_output_contract(spark_rows, spark_manifest, ids, bad)
     assert ray_manifest["config"]["decode"] == spark_manifest["config"]["decode"] == "gpu"

@@ -5,30 +5,19 @@ The Ray reference runs in a subprocess, so this module's Spark and a Ray never s
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-from pyspark.sql import SparkSession
 
-from runners import spark_job
 from tests.common.contract import read_output
 from tests.common.datasets import write_mixed
+from tests.common.spark import run_ray_then_spark
 
 
 def test_ray_and_spark_predict_the_same(tmp_path):
     write_mixed(str(tmp_path / "in"))
     common = ["--input", str(tmp_path / "in"), "--weights", "random", "--batch-size", "8"]
-    subprocess.run([sys.executable, "-m", "runners.ray_job", *common, "--output", str(tmp_path / "ray")], check=True)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
-    try:
-        spark_job.main([*common, "--output", str(tmp_path / "spark")])
-    finally:
-        spark.stop()
-    ray_rows, _ = read_output(str(tmp_path / "ray"))
-    spark_rows = {r["id"]: r for r in read_output(str(tmp_path / "spark"))[0]}
+    ray_out, spark_out = run_ray_then_spark(common, tmp_path)
+    ray_rows, _ = read_output(ray_out)
+    spark_rows = {r["id"]: r for r in read_output(spark_out)[0]}
     assert len(ray_rows) == len(spark_rows)
     for row in ray_rows:
         other = spark_rows[row["id"]]

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
-from pyspark.sql import SparkSession
 
 from runners import spark_job
 from runners.job import run_main
 from runners.spark_udfs import FAIL_FIRST_ATTEMPT
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
+from tests.common.spark import local_spark
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_spark():
-    """One Spark for the module; local[2,2] lets a failed task be retried once (plain local[N] never retries)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2,2]")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.stop()
+def spark():
+    """One Spark for the module; two attempts per task, so a failed task is retried once."""
+    with local_spark(task_attempts=2, records_per_batch=8) as session:
+        yield session
 
 
 def run(*argv: str) -> dict:
@@ -69,14 +58,14 @@ def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
     assert_same_predictions(by_id(str(tmp_path / "prefetch")), expected)
 
 
-def test_a_retried_task_does_not_duplicate_rows(tmp_path, local_spark):
+def test_a_retried_task_does_not_duplicate_rows(tmp_path, spark):
     """Partition 1's first attempt writes its file, then dies; the retry replaces that file."""
     ids, bad = write_mixed(str(tmp_path / "in"))
-    local_spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, "1")
+    spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, "1")
     try:
         manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
     finally:
-        local_spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, None)
+        spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, None)
     rows, _ = read_output(str(tmp_path / "out"))
     assert_output_contract(rows, manifest, ids, bad)
     assert manifest["spark"]["retried_partitions"] == [1]

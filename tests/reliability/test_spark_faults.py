@@ -5,16 +5,13 @@ job stops with one line; it never hangs.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-from pyspark.sql import SparkSession
 
 from runners import spark_job
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, busy_pyspark_worker
+from tests.common.spark import local_spark
 from tests.reliability.scenarios import s3_gone_after_planning
 
 FAULT_RATE = 0.25  # of S3 requests; one failing all 10 tries has odds of 1e-6
@@ -22,18 +19,10 @@ TASK_ATTEMPTS = 4  # Spark's default spark.task.maxFailures on a cluster; local 
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_spark():
-    """local[2,4]: 2 cores, and a failed task is tried up to 4 times (plain local[N] never retries)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(f"local[2,{TASK_ATTEMPTS}]")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.stop()
+def spark():
+    """One Spark for the module: 2 cores, and a failed task is tried up to TASK_ATTEMPTS times."""
+    with local_spark(task_attempts=TASK_ATTEMPTS, records_per_batch=8) as session:
+        yield session
 
 
 def run(*argv: str) -> dict:

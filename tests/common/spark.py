@@ -1,0 +1,42 @@
+"""A local SparkSession for tests, and the "Ray in a subprocess, then Spark here" pair of runs.
+
+Ray and Spark never share a test process: a module that needs both runs the Ray job as a
+subprocess (``python -m runners.ray_job``) and Spark in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from runners import spark_job
+
+
+@contextmanager
+def local_spark(task_attempts: int = 1, records_per_batch: int | None = None) -> Iterator[SparkSession]:
+    """A 2-core local Spark; ``task_attempts`` > 1 lets a failed task be retried (plain local[N] never retries)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(f"local[2,{task_attempts}]").config("spark.ui.enabled", "false")
+    if records_per_batch is not None:
+        builder = builder.config("spark.sql.execution.arrow.maxRecordsPerBatch", str(records_per_batch))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def run_ray_then_spark(argv: Sequence[str], out_dir: Path) -> tuple[str, str]:
+    """The same job on Ray (subprocess) and on a local Spark; returns the (ray, spark) output dirs."""
+    ray_out, spark_out = str(out_dir / "ray"), str(out_dir / "spark")
+    subprocess.run([sys.executable, "-m", "runners.ray_job", *argv, "--output", ray_out], check=True)
+    with local_spark():
+        spark_job.main([*argv, "--output", spark_out])
+    return ray_out, spark_out
