@@ -11,6 +11,11 @@ writes results.json, results.md and chart.png into the report directory, printin
 ``--stage preprocess`` times the CPU preprocessing alone per core instead (``all``: both).
 Exit code 1 when an engine failed or the outputs disagree; the report is written either way.
 
+``--engine-args ENGINE="ARGS"`` passes an engine its own options on top, e.g.
+``--engine-args ray="--address auto --num-cpu-actors 12" --engine-args spark="--partitions 64"``
+(``--address auto``: the Ray job on the cluster this machine belongs to). Options every engine shares (input,
+weights, batch size, precision...) are refused there: they stay the same for all engines.
+
 Each engine runs as its own process (``python -m runners.<engine>_job``), as a user runs it:
 every engine starts cold under the same conditions, nothing one engine leaves behind (Spark's
 JVM outlives ``spark.stop()``, Ray's driver state, the SageMaker server's threads) slows or
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import shlex
@@ -81,6 +87,8 @@ def get_compare_args_parser() -> argparse.ArgumentParser:
     group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: benchmarks/prices.json)")
     group.add_argument("--model-only-seconds", type=float, default=10.0, help="how long to time the model alone (default: 10)")
     group.add_argument("--append-results", help="also append results.json as one line to this JSONL file, e.g. benchmarks/results/compare.jsonl")
+    group.add_argument("--engine-args", action="append", default=[], metavar='ENGINE="ARGS"',
+                       help='options for one engine\'s job only, e.g. ray="--num-cpu-actors 12"; repeatable')
     group.add_argument("--note", default="", help="free text recorded with the results (e.g. 'machine shared')")
     return parser
 
@@ -91,6 +99,37 @@ def parse_engines(text: str) -> list[str]:
     if unknown or not engines or len(set(engines)) != len(engines):
         raise JobError(f"--engines must name each of {', '.join(ENGINE_OPTIONS)} at most once, got {text!r}")
     return engines
+
+
+def parse_engine_args(values: Sequence[str], engines: list[str]) -> dict[str, list[str]]:
+    """{engine: its extra argv} from ``--engine-args ENGINE="ARGS"``, checked by that engine's own parser."""
+    extra: dict[str, list[str]] = {engine: [] for engine in engines}
+    for value in values:
+        engine, sep, text = value.partition("=")
+        if not sep or engine not in extra:
+            raise JobError(f"--engine-args {value!r}: expected ENGINE=\"ARGS\" with ENGINE one of {', '.join(engines)}")
+        extra[engine] += _checked_engine_argv(engine, shlex.split(text))
+    return extra
+
+
+def _checked_engine_argv(engine: str, argv: list[str]) -> list[str]:
+    # Imported here: each job module pulls in its engine (ray, pyspark), which compare itself never needs.
+    module = importlib.import_module(f"runners.{engine}_job")
+    parser = getattr(module, f"get_{engine}_args_parser")()
+    parser.exit_on_error = False  # an ArgumentError to turn into one line, not argparse's usage and exit
+    try:
+        parsed, unknown = parser.parse_known_args(argv)
+    except argparse.ArgumentError as e:
+        raise JobError(f"--engine-args {engine}: {e}") from e
+    if unknown:
+        raise JobError(f"--engine-args {engine}: {shlex.join(unknown)} is not an option of runners.{engine}_job")
+    # Compared by what argparse made of them, so abbreviations and --opt=value forms are caught too.
+    defaults, shared = vars(parser.parse_args([])), vars(get_args_parser().parse_args([]))
+    changed = [dest for dest in shared if getattr(parsed, dest) != defaults[dest]]
+    if changed:
+        option = "--" + changed[0].replace("_", "-")
+        raise JobError(f"--engine-args {engine}: {option} is the same for every engine; pass it to compare itself")
+    return argv
 
 
 def comparison_config(args: argparse.Namespace, report_dir: str) -> JobConfig:
@@ -115,11 +154,12 @@ def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str
     return report_dir
 
 
-def run_engine(engine: str, config: JobConfig, report_dir: str) -> tuple[dict | None, str | None]:
+def run_engine(engine: str, config: JobConfig, report_dir: str, extra: Sequence[str] = ()) -> tuple[dict | None, str | None]:
     """Run one engine's job in its own process; returns (manifest, None), or (None, why it failed)."""
     output = os.path.join(report_dir, "outputs", engine)
+    # The user's engine options come last: argparse keeps the last value, so --address or --master override ours.
     argv = [sys.executable, "-m", f"runners.{engine}_job", *config_to_argv(dataclasses.replace(config, output=output)),
-            *ENGINE_OPTIONS[engine]]
+            *ENGINE_OPTIONS[engine], *extra]
     print(f"== {engine}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
     code = subprocess.run(argv, check=False).returncode
     if code != 0:
@@ -129,15 +169,15 @@ def run_engine(engine: str, config: JobConfig, report_dir: str) -> tuple[dict | 
 
 
 def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,
-                args: argparse.Namespace) -> tuple[list[dict], Parity, dict]:
+                args: argparse.Namespace, engine_args: dict[str, list[str]]) -> tuple[list[dict], Parity, dict]:
     """Every engine's row, their parity and the model-only ceiling they are measured against."""
     prices = engine_prices(engines, args.price_per_hour, args.instance, args.prices)
-    done = {engine: run_engine(engine, config, report_dir) for engine in engines}
+    done = {engine: run_engine(engine, config, report_dir, engine_args[engine]) for engine in engines}
     device = choose_device()
     print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
     model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,
                                                               seconds=args.model_only_seconds, compile=config.compile))
-    rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed)
+    rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed, engine_args[e])
             for e, (manifest, failed) in done.items()]
     parity = check_parity({e: read_outcomes(m["output"], config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
     return rows, parity, model_only
@@ -182,13 +222,14 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     if args.output:
         raise JobError("--output: compare writes each engine's output to <--report>/outputs/<engine>/; pass --report DIR")
     engines = parse_engines(args.engines)
+    engine_args = parse_engine_args(args.engine_args, engines)
     report_dir = prepare_report(args.report, engines, args.overwrite)
     config = comparison_config(args, report_dir)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)  # a bad input stops here, once
     model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # so do unusable weights
     rows, parity, model_only = [], None, None
     if args.stage in ("jobs", "all"):
-        rows, parity, model_only = run_engines(engines, config, model, report_dir, args)
+        rows, parity, model_only = run_engines(engines, config, model, report_dir, args, engine_args)
     results = {
         "runs": rows,
         "parity": dataclasses.asdict(parity) if parity else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -20,7 +21,8 @@ MANIFEST_KEYS = {"engine", "run_id", "input", "output", "config", "counts", "sec
                  "error_examples", "versions", "hardware", "manifest"}
 
 
-def run_row(engine: str, manifest: dict | None, model_only: float | None, price: Price | None, failed: str | None = None) -> dict:
+def run_row(engine: str, manifest: dict | None, model_only: float | None, price: Price | None, failed: str | None = None,
+            engine_args: list[str] | None = None) -> dict:
     """One engine's results row; ``manifest`` is None when the engine failed (``failed`` says how)."""
     manifest = manifest or {}
     counts, ips = manifest.get("counts", {}), manifest.get("images_per_sec")
@@ -39,6 +41,7 @@ def run_row(engine: str, manifest: dict | None, model_only: float | None, price:
         "hardware": manifest.get("hardware"),
         "versions": manifest.get("versions"),
         "settings": {k: v for k, v in manifest.items() if k not in MANIFEST_KEYS},
+        "engine_args": engine_args or [],  # --engine-args: options given to this engine only
         "output": manifest.get("output"),
         "failed": failed,
     }
@@ -46,7 +49,8 @@ def run_row(engine: str, manifest: dict | None, model_only: float | None, price:
 
 def markdown(results: dict) -> str:
     """The report as Markdown: engines table, parity, model-only line, preprocessing table."""
-    parts = [_engines_table(results["runs"]), _unpriced_text(results["runs"]), _parity_text(results["parity"]),
+    parts = [_engines_table(results["runs"]), _engine_args_text(results["runs"]), _unpriced_text(results["runs"]),
+             _parity_text(results["parity"]),
              _model_only_text(results["model_only"])]
     if results["preprocess"]:
         parts.append(_preprocess_table(results["preprocess"]))
@@ -102,6 +106,11 @@ def _engines_table(runs: list[dict]) -> str:
                      f"{_num(r['model_only_images_per_sec'], '.1f')} | {ratio} | {_num(r['price_per_hour'], '.3f')} | "
                      f"{_num(r['dollars_per_million_images'], ',.2f')} |")
     return "\n".join(lines)
+
+
+def _engine_args_text(runs: list[dict]) -> str:
+    tuned = [f"{r['engine']} `{shlex.join(r['engine_args'])}`" for r in runs if r.get("engine_args")]
+    return f"Engine options (--engine-args): {'; '.join(tuned)}." if tuned else ""
 
 
 def _unpriced_text(runs: list[dict]) -> str:

@@ -41,7 +41,8 @@ def compared(tmp_path_factory):
     with contextlib.redirect_stdout(printed):
         comparison = compare.main(["--engines", ",".join(ENGINES), "--input", str(root / "in"), "--weights", "random",
                                    "--batch-size", "8", "--report", str(root / "report"), "--stage", "all",
-                                   "--model-only-seconds", "1", "--price-per-hour", ",".join(f"{e}={PRICE}" for e in ENGINES)])
+                                   "--model-only-seconds", "1", "--price-per-hour", ",".join(f"{e}={PRICE}" for e in ENGINES),
+                                   "--engine-args", "ray=--num-cpu-actors 1", "--engine-args", "local=--workers 1"])
     return comparison, root / "report", printed.getvalue()
 
 
@@ -64,6 +65,16 @@ def test_one_row_per_engine_taken_from_its_manifest(compared):
         assert (same["batch_size"], same["precision"], same["weights"]) == (8, "fp32", "random")
         assert row["hardware"]["cpu_count"] >= 1 and "torch" in row["versions"]
     assert results["runs"][-1]["settings"]["local"]["batch_size"] == 8
+
+
+def test_engine_args_reach_their_engine_only(compared):
+    _, report, printed = compared
+    runs = {r["engine"]: r for r in json.loads((report / "results.json").read_text())["runs"]}
+    assert runs["ray"]["engine_args"] == ["--num-cpu-actors", "1"] and runs["local"]["engine_args"] == ["--workers", "1"]
+    assert runs["spark"]["engine_args"] == runs["sagemaker"]["engine_args"] == []
+    assert runs["ray"]["settings"]["scaling"]["preprocess_actors"] == 1
+    assert runs["local"]["settings"]["local"]["workers"] == 1
+    assert "Engine options (--engine-args): ray `--num-cpu-actors 1`; local `--workers 1`." in printed
 
 
 def test_engines_agree_and_the_run_passes(compared):
@@ -153,6 +164,10 @@ def test_a_failed_engine_fails_its_row_and_the_run(tmp_path, capfd):
         (["--engines", "ray,flink"], "--engines must name each of ray, spark, sagemaker, local at most once, got 'ray,flink'"),
         (["--output", "/tmp/x"], "--output: compare writes each engine's output to <--report>/outputs/<engine>/"),
         (["--report", "s3://bucket/report"], "the report is written locally"),
+        (["--engines", "ray", "--engine-args", "spark=--master local[1]"], "ENGINE one of ray"),
+        (["--engine-args", "ray=--batch 4"], "--engine-args ray: --batch-size is the same for every engine; pass it to compare"),
+        (["--engine-args", "spark=--nope 1"], "--engine-args spark: --nope 1 is not an option of runners.spark_job"),
+        (["--engine-args", "ray=--num-cpu-actors 0"], "--engine-args ray: argument --num-cpu-actors: must be a positive integer, got 0"),
     ],
 )
 def test_bad_options_are_one_line_before_any_work(argv, message, capsys):
