@@ -126,7 +126,9 @@ def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
         # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
         # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
         # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
-        # and still uses a GPU node's spare CPUs when none has.
+        # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
+        # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
+        # label_selector, has no "node without a GPU" selector (only in / not in, of values).
         scheduling_strategy="DEFAULT",
         fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
     ).map_batches(
