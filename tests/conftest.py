@@ -49,3 +49,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray with 2 CPUs for a module; such a module says ``pytestmark = pytest.mark.usefixtures("local_ray")``."""
+    import ray  # here, not at the top: most test modules never start Ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()

@@ -6,7 +6,6 @@ import boto3
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import ray
 
 from runners import commit, make_dataset, ray_job
 from runners.job import JobConfig, run_main
@@ -17,11 +16,7 @@ from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
 
 
 def run(*argv: str) -> dict:

@@ -6,7 +6,6 @@ job stops with one line; it never hangs.
 from __future__ import annotations
 
 import pytest
-import ray
 
 from runners import ray_job
 from runners.job import run_main
@@ -18,11 +17,7 @@ from tests.reliability.scenarios import s3_gone_after_planning
 FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
 
 
 def run(*argv: str) -> dict:
