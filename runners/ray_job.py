@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -118,20 +119,25 @@ def plan_scaling(config: JobConfig, args: argparse.Namespace) -> Scaling:
 
 def build_dataset(job: PreparedJob, scaling: Scaling) -> ray.data.Dataset:
     files = [{FILE: index} for index in range(len(job.pending.files))]
-    return ray.data.from_items(files, override_num_blocks=len(files)).map_batches(
-        RayPreprocess,
-        batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
-        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=scaling.preprocess_actors),
-        num_cpus=1,
-        # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
-        # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
-        # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
-        # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
-        # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
-        # label_selector, has no "node without a GPU" selector (only in / not in, of values).
-        scheduling_strategy="DEFAULT",
-        fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
-    ).map_batches(
+    with warnings.catch_warnings():
+        # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
+        # deprecation warning would greet every run with nothing for the user to change.
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+        decoded = ray.data.from_items(files, override_num_blocks=len(files)).map_batches(
+            RayPreprocess,
+            batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
+            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=scaling.preprocess_actors),
+            num_cpus=1,
+            # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
+            # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
+            # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
+            # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
+            # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
+            # label_selector, has no "node without a GPU" selector (only in / not in, of values).
+            scheduling_strategy="DEFAULT",
+            fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
+        )
+    return decoded.map_batches(
         RayClassify,
         batch_size=scaling.batch_size,
         compute=classify_pool(scaling),
