@@ -5,8 +5,19 @@ from __future__ import annotations
 from types import ModuleType
 
 from runners.job import run_main
+from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.fault_proxy import FaultProxy
+
+
+def s3_faults_lose_no_row(job: ModuleType, bucket: str, s3_env: str, proxy: FaultProxy) -> None:
+    """Run ``job.main`` through a proxy that fails some S3 requests; the output contract must hold in full."""
+    ids, bad = write_mixed(f"s3://{bucket}/images/", s3_env)
+    argv = ["--input", f"s3://{bucket}/images/", "--output", f"s3://{bucket}/preds/", "--s3-endpoint-url", proxy.url]
+    manifest = job.main(["--weights", "random", "--batch-size", "8", *argv])
+    rows, _ = read_output(f"s3://{bucket}/preds/", s3_env)
+    assert_output_contract(rows, manifest, ids, bad)
+    assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
 
 
 def s3_gone_after_planning(job: ModuleType, bucket: str, s3_env: str, proxy: FaultProxy, monkeypatch) -> int:

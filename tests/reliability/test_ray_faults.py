@@ -12,7 +12,7 @@ from runners.job import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, ray_actor_working, ray_data_actor
-from tests.reliability.scenarios import s3_gone_after_planning
+from tests.reliability.scenarios import s3_faults_lose_no_row, s3_gone_after_planning
 
 FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9
 
@@ -25,12 +25,7 @@ def run(*argv: str) -> dict:
 
 
 def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
-    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
-    proxy = fault_proxy(fault_rate=FAULT_RATE, seed=1)
-    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url)
-    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
-    assert_output_contract(rows, manifest, ids, bad)
-    assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
+    s3_faults_lose_no_row(ray_job, s3_bucket, s3_env, fault_proxy(fault_rate=FAULT_RATE, seed=1))
 
 
 def test_s3_down_from_the_start_stops_before_any_work(s3_bucket, fault_proxy, monkeypatch, capsys):

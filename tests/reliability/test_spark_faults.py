@@ -12,7 +12,7 @@ from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, busy_pyspark_worker
 from tests.common.spark import local_spark
-from tests.reliability.scenarios import s3_gone_after_planning
+from tests.reliability.scenarios import s3_faults_lose_no_row, s3_gone_after_planning
 
 FAULT_RATE = 0.25  # of S3 requests; one failing all 10 tries has odds of 1e-6
 TASK_ATTEMPTS = 4  # Spark's default spark.task.maxFailures on a cluster; local mode needs it in the master
@@ -30,12 +30,7 @@ def run(*argv: str) -> dict:
 
 
 def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
-    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
-    proxy = fault_proxy(fault_rate=FAULT_RATE, seed=2)
-    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url)
-    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
-    assert_output_contract(rows, manifest, ids, bad)
-    assert proxy.faults() >= 5 and proxy.counts["slowdown"] and proxy.counts["reset"], proxy.counts
+    s3_faults_lose_no_row(spark_job, s3_bucket, s3_env, fault_proxy(fault_rate=FAULT_RATE, seed=2))
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
