@@ -30,8 +30,8 @@ GPUs: give each task one GPU and the job uses the address Spark assigned it, e.g
 from __future__ import annotations
 
 import argparse
-import re
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -60,9 +60,9 @@ from storage import StorageError
 
 # Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
 # Python worker died is retried (plain local[*] allows one attempt).
+DEFAULT_MASTER = "local[*,4]"
 # The last line of a Python traceback raised by our storage layer in a worker.
 _WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULTILINE)
-DEFAULT_MASTER = "local[*,4]"
 # One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
 # deeper queues only hold more memory once decode keeps up.
 DEFAULT_PREFETCH = 1
