@@ -47,11 +47,6 @@ class Sharding:
         """Every shard object name, in input order."""
         return [shard for file in self.files for shard in file.shards]
 
-    @property
-    def oversized(self) -> dict[str, str]:
-        """Every id that could not be sent -> why."""
-        return {k: v for file in self.files for k, v in file.oversized.items()}
-
 
 def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sharding:
     """Write ``shard-FFFFF-NNNN.parquet`` objects under ``location``; returns their names."""
