@@ -43,7 +43,7 @@ from inference.model import RECIPE, LoadedModel, eval_size
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 from runners import compare_report, report, sample
-from runners.commit import MANIFEST
+from runners.commit import MANIFEST, read_manifest
 from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser, run_main
 from runners.parity import Parity, check_parity, read_outcomes
 from runners.prices import DEFAULT_TABLE, engine_prices
@@ -164,8 +164,7 @@ def run_engine(engine: str, config: JobConfig, report_dir: str, extra: Sequence[
     code = subprocess.run(argv, check=False).returncode
     if code != 0:
         return None, f"exit code {code}"
-    with open(os.path.join(output, MANIFEST)) as f:
-        return json.load(f), None
+    return read_manifest(resolve(output)), None
 
 
 def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,

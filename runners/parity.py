@@ -10,12 +10,11 @@ rounding a little; the label is the decision the job reports.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
 
-from runners.commit import MANIFEST
+from runners.commit import read_manifest
 from storage import resolve, storage_errors
 
 MAX_EXAMPLES = 5
@@ -38,9 +37,8 @@ Outcome = tuple[int | None, str | None]  # (label, error) of one output row
 def read_outcomes(uri: str, s3_endpoint_url: str | None = None) -> dict[str, Outcome]:
     """{id: (label, error)} for every row of a finished output prefix."""
     location = resolve(uri, s3_endpoint_url)
+    files = read_manifest(location)["files"]
     with storage_errors(location.uri):
-        with location.filesystem.open_input_stream(location.join(MANIFEST)) as f:
-            files = json.loads(f.read())["files"]
         table = pq.read_table([location.join(name) for name in files], filesystem=location.filesystem,
                               columns=["id", "label", "error"])
     columns = table.to_pydict()
