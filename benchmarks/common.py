@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from runners.report import hardware, versions
+from job.report import hardware, versions
 
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 

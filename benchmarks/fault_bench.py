@@ -120,7 +120,7 @@ def run_once(job: ModuleType, argv: list[str], kill: str | None) -> tuple[dict, 
 def redone(manifest: dict) -> dict:
     """What the engine redid: Spark's retried partitions, Ray's actor constructions per stage."""
     if "spark" in manifest:
-        return {"retried_partitions": manifest["spark"]["retried_partitions"]}
+        return {"retried_partitions": manifest["settings"]["spark"]["retried_partitions"]}
     return {"actors_started": {stage: sum(p["actors"] for p in nodes) for stage, nodes in manifest.get("placement", {}).items()}}
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
-Precision = Literal["fp32", "fp16", "bf16"]
-PRECISIONS: tuple[Precision, ...] = ("fp32", "fp16", "bf16")
+from inference.names import PRECISIONS, Precision  # noqa: F401 - re-exported: the precisions live with the device choice
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 

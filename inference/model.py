@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torchvision.models import ResNet50_Weights, resnet50
 
+from inference.names import WeightsError
 from preprocess import EvalSize
 from storage import StorageError, redact, resolve, storage_errors
 
@@ -25,10 +26,6 @@ RANDOM_WEIGHTS_SEED = 0
 # The eval recipe (resize, crop, mean, std) of torchvision's default ResNet50 weights; a user
 # state dict is taken to be trained with the same recipe.
 RECIPE = ResNet50_Weights.DEFAULT
-
-
-class WeightsError(RuntimeError):
-    """The requested weights could not be loaded; the message names the fix."""
 
 
 @dataclass

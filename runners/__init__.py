@@ -1,10 +1,10 @@
-"""Engine adapters over the shared core. One module per engine, plus the shared job contract.
+"""The engines and the commands, thin adapters over the engine-neutral ``job`` core.
 
-- ``job``: ``JobConfig`` and the argument parser every runner shares.
-- ``source`` / ``output`` / ``commit`` / ``parts`` / ``resume``: reading input files, the
-  output schema, one atomically committed part per input file and the ``_SUCCESS.json``
-  manifest, gathering rows into parts, and what an existing output prefix means
-  (``--resume``); engine-neutral, so every engine behaves alike.
-- ``ray_job``: ``python -m runners.ray_job``.
-- ``make_dataset``: ``python -m runners.make_dataset``.
+- ``ray_job`` (+ ``ray_cluster``, ``ray_blocks``, ``ray_placement``): Ray Data actor pools.
+- ``spark_job`` (+ ``spark_udfs``, what executors run): Spark's Arrow and pandas UDFs.
+- ``sagemaker_job`` (+ ``sagemaker/``): SageMaker Batch Transform, or ``--local``.
+- ``local_job``: plain PyTorch DataLoader, the baseline.
+- ``engines``: the table of the four; ``compare/`` runs them all and checks parity.
+- ``make_dataset``: writes Parquet image datasets.
+Only modules here import ray, pyspark, boto3 or sagemaker.
 """

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from runners.job import JobError, run_main
+from job.cli import run_main
+from job.errors import JobError
 from storage import Location, resolve, storage_errors
 
 FORMATS = ("jpeg", "png", "webp", "raw")

@@ -14,15 +14,18 @@ manifest. ``--resume`` shards and transforms only the input files without a part
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 
-from runners import commit
-from runners.driver import PreparedJob, finish_job, prepare_job
-from runners.job import JobError, config_from_args, get_args_parser, run_main
-from runners.report import print_summary
+import pyarrow as pa
+
+from job.cli import RESUME_HINT, config_from_args, get_args_parser, run_main
+from job.driver import EngineRun, PreparedJob, run_job
+from job.errors import JobError
+from job.parts import STAGING
 from runners.sagemaker import aws, local_transform, package, server
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions, add_sagemaker_options, options_from_args
@@ -42,7 +45,7 @@ def staging_location(job: PreparedJob, options: SageMakerOptions) -> Location:
         base = resolve(options.staging_s3_uri, job.config.s3_endpoint_url)
     else:
         # Under the output's _staging/: the driver clears it, readers never see it.
-        base = child(job.output, commit.STAGING)
+        base = child(job.output, STAGING)
     if not options.local and not base.is_s3:
         raise JobError(f"SageMaker reads and writes S3 only, and {base.uri} is not on S3; pass --staging-s3-uri s3://bucket/prefix/")
     return child(base, f"sagemaker-{job.run_id}")
@@ -99,38 +102,39 @@ def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location
         return sharding, transform_aws(job, options, tar_path, staging)
 
 
-def transform_and_assemble(job: PreparedJob, options: SageMakerOptions) -> dict:
-    """Shard, transform and commit the part of every pending input file; returns the manifest's facts."""
+def transform_and_assemble(job: PreparedJob, options: SageMakerOptions) -> EngineRun:
+    """Shard, transform and commit the part of every pending input file."""
     staging = staging_location(job, options)
     sharding, failures = run_transform(job, options, staging)
     if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
         failures = {shard: failures["*"] for shard in sharding.shards}
-    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"),
-                      lambda index, rows: job.parts.write(job.pending.files[index], rows), failures)
+    progress: list[tuple[float, int]] = []
+
+    def commit(index: int, rows: pa.Table) -> str:
+        name = job.parts.write(job.pending.files[index], rows)
+        progress.append((time.time(), rows.num_rows))
+        return name
+
+    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, failures)
     with storage_errors(staging.uri):
         staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
-    return {"shards": len(sharding.shards), "failed_shards": failed}
+    facts = {"shards": len(sharding.shards), "failed_shards": failed}
+    # The model runs inside the container, out of the driver's sight: no device figure.
+    return EngineRun(settings={"sagemaker": {**dataclasses.asdict(options), **facts}}, progress=progress,
+                     device_seconds=0.0, predictors=0)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_sagemaker_args_parser().parse_args(argv)
-    options = options_from_args(args)  # before prepare_job: a bad option stops before any work
+    options = options_from_args(args)  # before any planning: a bad option stops before any work
     if not options.local:
         aws_target(options)
     config = config_from_args(args)
     if config.decode == "gpu":
         raise JobError("--decode gpu is not supported by the SageMaker runner (its handler decodes on the instance's CPUs); use --decode cpu")
-    job = prepare_job(config)
-    if job.finished is not None:
-        return job.finished
-    started = time.perf_counter()
-    facts = transform_and_assemble(job, options) if job.pending.files else {"shards": 0, "failed_shards": []}
-    seconds = time.perf_counter() - started if job.pending.files else 0.0
-    manifest = finish_job(job, "sagemaker", seconds, {"packages": ["boto3"], "sagemaker": {**options.__dict__, **facts}})
-    print_summary(manifest)
-    return manifest
+    return run_job("sagemaker", config, lambda job: transform_and_assemble(job, options), packages=("boto3",))
 
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    sys.exit(run_main(main, interrupted_hint=RESUME_HINT))

@@ -33,18 +33,20 @@ import argparse
 import os
 import re
 import sys
-import time
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
 
-from runners.driver import PreparedJob, finish_job, prepare_job
-from runners.job import JobError, config_from_args, get_args_parser, run_main
-from runners.parts import FILE, ROW
-from runners.report import print_summary
+from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
+from job.config import JobConfig, default_batch_size
+from job.driver import EngineRun, PreparedJob, run_job
+from job.errors import JobError
+from job.parts import FILE, ROW
+from job.timeline import DEVICE_SECONDS
 from runners.spark_udfs import (
     PIXELS_DDL,
     PREDICTION_FIELDS,
@@ -55,7 +57,6 @@ from runners.spark_udfs import (
     WriteParts,
     series_predict,
 )
-from runners.stages import default_batch_size
 from storage import StorageError
 
 # Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
@@ -76,23 +77,10 @@ def get_spark_args_parser() -> argparse.ArgumentParser:
     group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
                        help="iterator: mapInArrow, model loaded once per Python worker (default); "
                             "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")
-    group.add_argument("--prefetch", type=_count(0), default=DEFAULT_PREFETCH,
+    group.add_argument("--prefetch", type=positive_int(0), default=DEFAULT_PREFETCH,
                        help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
-    group.add_argument("--partitions", type=_count(1), help="Spark tasks (default: one per input file)")
+    group.add_argument("--partitions", type=positive_int(), help="Spark tasks (default: one per input file)")
     return parser
-
-
-def _count(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from e
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text}")
-        return value
-
-    return parse
 
 
 def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool]:
@@ -137,25 +125,35 @@ def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     return rows.mapInArrow(WriteParts(spec), STATS_DDL)
 
 
-def _ddl(field) -> str:
-    return {"int64": "long", "float": "float", "list<item: int64>": "array<long>", "list<item: float>": "array<float>"}[str(field.type)]
+def _ddl(field: pa.Field) -> str:
+    """Spark's DDL type of an output column (int64, float32, or a list of either)."""
+    if pa.types.is_list(field.type):
+        return f"array<{_ddl(pa.field('item', field.type.value_type))}>"
+    if pa.types.is_int64(field.type):
+        return "long"
+    if pa.types.is_float32(field.type):
+        return "float"
+    raise TypeError(f"no Spark DDL for output column {field.name} of type {field.type}")
 
 
-def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> tuple[float, list[int]]:
-    """Run the Spark stages on ``job.pending``; returns seconds and the partitions that needed a retry.
-
-    The parts are committed by the tasks; ``finish_job`` verifies them.
-    """
+def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> EngineRun:
+    """Run the Spark stages on ``job.pending``; the tasks commit the parts, ``job.driver`` verifies them."""
     spec = TaskSpec(job.config, job.pending, job.parts, batch_size, args.prefetch)
     partitions = args.partitions or len(job.pending.files)
-    started = time.perf_counter()
     try:
         stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     except PythonException as e:
         raise storage_error_of(e) or e
-    seconds = time.perf_counter() - started
     print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
-    return seconds, sorted({r.partition for r in stats if r.attempt > 0})
+    settings = {"master": spark.sparkContext.master, "udf": args.udf, "prefetch": args.prefetch, "partitions": partitions,
+                "batch_size": batch_size, "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
+    return EngineRun(settings={"spark": settings}, progress=[(r.committed_at, r.rows) for r in stats],
+                     device_seconds=sum(r[DEVICE_SECONDS] for r in stats), predictors=_concurrent_tasks(spark, partitions))
+
+
+def _concurrent_tasks(spark: SparkSession, partitions: int) -> int:
+    """Tasks that ran at once (each with its own model): the default parallelism, at most one per partition."""
+    return max(1, min(partitions, spark.sparkContext.defaultParallelism))
 
 
 def storage_error_of(error: PythonException) -> StorageError | None:
@@ -168,33 +166,55 @@ def storage_error_of(error: PythonException) -> StorageError | None:
     return StorageError(found[-1]) if found else None
 
 
+class SparkSessionFor:
+    """``with SparkSessionFor(master, config):`` the active session, else a new one stopped on exit.
+
+    Entered while the driver plans the input (``job.driver.run_job``): the JVM starts meanwhile.
+    """
+
+    def __init__(self, master: str | None, batch_size: int) -> None:
+        self.master, self.batch_size = master, batch_size
+        self.session: SparkSession | None = None
+        self.owned = False
+
+    def __enter__(self) -> SparkSessionFor:
+        self.session, self.owned = get_session(self.master, self.batch_size)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned and self.session is not None:
+            self.session.stop()
+
+    def batch_size_for(self, config: JobConfig) -> int:
+        """The model batch: GPU-sized when Spark gives each task a GPU."""
+        gpus = self.session.conf.get("spark.task.resource.gpu.amount", None)
+        if gpus is None:
+            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
+                  file=sys.stderr)
+        return default_batch_size(config, has_gpu=gpus is not None)
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_spark_args_parser().parse_args(argv)
     config = config_from_args(args)
     if args.udf == "series" and config.decode == "gpu":
         raise JobError("--udf series reproduces the reference benchmark's CPU decode; --decode gpu needs --udf iterator")
-    job = prepare_job(config)
-    if job.finished is not None:
-        return job.finished
-    spark, owns = get_session(args.master, default_batch_size(job.config, has_gpu=False))
-    try:
-        gpus = spark.conf.get("spark.task.resource.gpu.amount", None)
-        batch_size = default_batch_size(job.config, has_gpu=gpus is not None)
-        if gpus is None:
-            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)", file=sys.stderr)
-        seconds, retried = run(spark, job, args, batch_size) if job.pending.files else (0.0, [])
-        master = spark.sparkContext.master
-    finally:
-        if owns:
-            spark.stop()
-    extra = {"packages": ["pyspark"], "spark": {"master": master, "udf": args.udf, "prefetch": args.prefetch,
-                                                "partitions": args.partitions or len(job.pending.files), "batch_size": batch_size,
-                                                "retried_partitions": retried}}
-    manifest = finish_job(job, "spark", seconds, extra)
-    print_summary(manifest)
-    return manifest
+    # Arrow batches of one model batch: the Series UDF then sees what the benchmark saw. The
+    # session is made before its GPU settings can be read, so size them for a GPU when asked to.
+    session = SparkSessionFor(args.master, default_batch_size(config, has_gpu=_asks_for_gpus()))
+
+    def execute(job: PreparedJob) -> EngineRun:
+        return run(session.session, job, args, session.batch_size_for(job.config))
+
+    return run_job("spark", config, execute, packages=("pyspark",), start_engine=session)
+
+
+def _asks_for_gpus() -> bool:
+    """Whether the active session (Databricks, a notebook) gives each task a GPU; a new local one does not."""
+    active = SparkSession.getActiveSession()
+    return active is not None and active.conf.get("spark.task.resource.gpu.amount", None) is not None
 
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    sys.exit(run_main(main, interrupted_hint=RESUME_HINT))

@@ -5,18 +5,19 @@ Use it through ``runners.spark_job``; nothing here starts or configures Spark.
 - ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of planned
   file indices. It reads each file with pyarrow, preprocesses, classifies with a model
   cached per Python worker process, and commits each file's part.
-- ``ReadAndPreprocess`` + ``series_predict_udf`` + ``WriteParts`` (``--udf series``): the
+- ``ReadAndPreprocess`` + ``series_predict`` + ``WriteParts`` (``--udf series``): the
   reference benchmark's shape, where a Series pandas UDF builds the model on every batch.
 
-Each input file gets one part, committed atomically once all its rows are in
-(``runners.parts``, ``commit.Parts``) under a name that depends only on the input file: a
-retried or speculative attempt rewrites the same part whole and never adds a second one.
+Each input file gets one part, committed atomically once all its rows are in (``job.parts``)
+under a name that depends only on the input file: a retried or speculative attempt rewrites
+the same part whole and never adds a second one.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -25,23 +26,20 @@ import pandas as pd
 import pyarrow as pa
 from pyspark import TaskContext
 
-from inference.model import eval_size
-from runners.commit import Parts
-from runners.job import JobConfig
-from runners.output import OUTPUT_SCHEMA
-from runners.parts import FILE, ROW, PartCollector, positions, with_position
-from runners.source import InputPlan, read_planned
-from runners.stages import Classify, Preprocess
+from job.config import JobConfig
+from job.parts import FILE, ROW, PartCollector, Parts
+from job.plan import InputPlan
+from job.rows import OUTPUT_SCHEMA
+from job.stages import EVAL_SIZE, Batch, Classify, PixelBatch, Preprocess
+from job.timeline import DEVICE_SECONDS, device_seconds_of
 
-# What each writing task reports to the driver, one row per part it committed.
-STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64())])
-STATS_DDL = "partition int, attempt int, rows long"  # the same, as Spark declares it
+# What each writing task reports to the driver, one row per part it committed: the job's timeline.
+STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()),
+                          ("committed_at", pa.float64()), (DEVICE_SECONDS, pa.float64())])
+STATS_DDL = f"partition int, attempt int, rows long, committed_at double, {DEVICE_SECONDS} double"  # the same, as Spark declares it
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
 PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
-# Test hook: the partition whose first attempt fails after committing its parts (a driver-side
-# local property, so it reaches exactly this job's tasks and nothing else).
-FAIL_FIRST_ATTEMPT = "spark_job.fail_first_attempt_of_partition"
 
 _CLASSIFIERS: dict[tuple[JobConfig, tuple[int, ...]], Classify] = {}  # per Python worker process
 
@@ -73,17 +71,12 @@ def cached_classifier(config: JobConfig) -> Classify:
     return _CLASSIFIERS[key]
 
 
-def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, list[str], np.ndarray, list]]:
-    """(positions, ids, pixels, errors) for the partition's files, ``batch_size`` rows at a time."""
+def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[Batch]:
+    """The partition's files as preprocessed batches of ``batch_size`` rows."""
     preprocess = Preprocess(spec.config)
     for batch in files:
         for index in batch.column(FILE).to_pylist():
-            for start, ids, records in read_planned(spec.plan, index, spec.batch_size):
-                if spec.config.decode == "gpu":  # decoded on the model's device by classify_encoded
-                    yield positions(index, start, len(ids)), ids, preprocess.encoded_cells(records), None
-                    continue
-                out = preprocess(records)
-                yield positions(index, start, len(ids)), ids, out.pixels, out.errors
+            yield from preprocess.read(spec.plan, index, spec.batch_size)
 
 
 def prefetched(items: Iterator, depth: int) -> Iterator:
@@ -138,19 +131,15 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    collector = PartCollector(spec.parts, spec.plan.files)
+    collector, device_seconds = PartCollector(spec.parts, spec.plan.files), 0.0
     for table in tables:
+        device_seconds += device_seconds_of(table)
         for _, rows in collector.add(table):
-            yield pa.RecordBatch.from_pydict({"partition": [partition], "attempt": [attempt], "rows": [rows]}, schema=STATS_SCHEMA)
+            stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "committed_at": [time.time()],
+                     DEVICE_SECONDS: [device_seconds]}
+            device_seconds = 0.0  # counted once, with the first part committed after it
+            yield pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
     collector.check_complete()
-    _maybe_fail(partition, attempt)
-
-
-def _maybe_fail(partition: int, attempt: int) -> None:
-    """Fail the first attempt of the partition a test named, after its parts were committed."""
-    context = TaskContext.get()
-    if attempt == 0 and context.getLocalProperty(FAIL_FIRST_ATTEMPT) == str(partition):
-        raise RuntimeError(f"injected failure of partition {partition}, attempt {attempt} ({FAIL_FIRST_ATTEMPT})")
 
 
 class ReadAndClassify:
@@ -162,8 +151,7 @@ class ReadAndClassify:
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         classify = cached_classifier(self.spec.config)
         batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
-        tables = (with_position(classify.classify_either(ids, pixels, errors), *where) for where, ids, pixels, errors in batches)
-        yield from write_parts(self.spec, tables)
+        yield from write_parts(self.spec, (classify(batch) for batch in batches))
 
 
 class ReadAndPreprocess:
@@ -173,10 +161,10 @@ class ReadAndPreprocess:
         self.spec = spec
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for (file, row), ids, pixels, errors in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
+        for batch in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
             # One crop x crop x 3 uint8 image per row (HWC); null where the row has an error.
-            column = [p.tobytes() if e is None else None for p, e in zip(pixels, errors)]
-            columns = {"id": ids, "pixels": column, "error": errors, FILE: file, ROW: row}
+            column = [p.tobytes() if e is None else None for p, e in zip(batch.pixels, batch.errors)]
+            columns = {"id": batch.ids, "pixels": column, "error": batch.errors, FILE: batch.files, ROW: batch.rows}
             yield pa.RecordBatch.from_pydict(columns, schema=PIXELS_SCHEMA)
 
 
@@ -189,12 +177,12 @@ def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.Dat
     def predict(pixels: pd.Series, errors: pd.Series) -> pd.DataFrame:
         classify = Classify(config, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
         errs = [None if e is None or (isinstance(e, float) and np.isnan(e)) else e for e in errors]
-        crop = eval_size().crop
+        crop = EVAL_SIZE.crop
         stacked = np.zeros((len(errs), crop, crop, 3), np.uint8)  # (N, crop, crop, 3), zeros for error rows
         for i, (cell, error) in enumerate(zip(pixels, errs)):
             if error is None:
                 stacked[i] = np.frombuffer(cell, np.uint8).reshape(crop, crop, 3)
-        table = classify([""] * len(errs), stacked, errs)
+        table = classify(PixelBatch([""] * len(errs), stacked, errs))
         return pd.DataFrame({f.name: pd.Series(table.column(f.name).to_pylist(), dtype=object) for f in PREDICTION_FIELDS})
 
     return predict

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from runners.output import OUTPUT_SCHEMA
+from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker.serving.handler import ID_COLUMN
 from runners.sagemaker.shard import FileShards
 from storage import Location, storage_errors

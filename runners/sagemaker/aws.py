@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runners.job import JobError
+from job.errors import JobError
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.package import ENTRY_POINT
 from runners.sagemaker.serving.codecs import PARQUET

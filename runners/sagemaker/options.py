@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from runners.job import JobError
+from job.errors import JobError
 
 MAX_PAYLOAD_MB = 100  # Batch Transform's ceiling for MaxPayloadInMB ...
 MAX_PAYLOAD_TIMES_CONCURRENCY = 100  # ... and for MaxConcurrentTransforms x MaxPayloadInMB

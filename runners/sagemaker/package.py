@@ -6,7 +6,8 @@ Layout (the container unpacks it into /opt/ml/model)::
     serving.json         the job options the handler needs (image column, topk, ...)
     code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
     code/requirements.txt  what the container lacks (pyarrow)
-    code/preprocess/ code/inference/ code/storage/ code/runners/   our shared code
+    code/job/ code/preprocess/ code/inference/ code/storage/   the shared core, whole
+    code/runners/sagemaker/serving/   the handler's own package
 
 Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3.
 """
@@ -22,19 +23,21 @@ import tempfile
 import torch
 
 import inference
+import job
 import preprocess
 import runners
 import storage
 from inference import load_model
-from runners.job import JobConfig
+from job.config import JobConfig
 from runners.sagemaker.serving import handler
 from storage import Location, storage_errors
 
 ENTRY_POINT = "handler.py"  # SAGEMAKER_PROGRAM; not inference.py, which would shadow our package
 # The PyTorch inference image has torch, torchvision, numpy and pillow; pyarrow it lacks.
 REQUIREMENTS = "pyarrow>=15\n"
-# The runners modules the handler imports (runners.ray_job etc. would need their engines).
-RUNNERS_MODULES = ("__init__.py", "job.py", "output.py", "source.py", "stages.py")
+# The core packages the handler runs, shipped whole: the engine-neutral job imports nothing
+# else of ours (a test holds it to that), so no list of modules can fall behind it.
+CORE_PACKAGES = (job, preprocess, inference, storage)
 SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels", "precision", "batch_size", "compile")
 
 
@@ -56,12 +59,12 @@ def build_model_tar(config: JobConfig, directory: str) -> str:
         _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config), indent=2).encode())
         _add_bytes(tar, "code/requirements.txt", REQUIREMENTS.encode())
         tar.add(handler.__file__, f"code/{ENTRY_POINT}")
-        for package in (preprocess, inference, storage):
+        for package in CORE_PACKAGES:
             tar.add(os.path.dirname(package.__file__), f"code/{package.__name__}", filter=_no_caches)
         runners_dir = os.path.dirname(runners.__file__)
-        for name in RUNNERS_MODULES:
-            tar.add(os.path.join(runners_dir, name), f"code/runners/{name}")
-        # The handler imports runners.sagemaker.serving.codecs; ship just that package.
+        # The handler imports runners.sagemaker.serving.codecs; ship just that package (the
+        # engines beside it import Ray, Spark or boto3, which the container has no use for).
+        tar.add(os.path.join(runners_dir, "__init__.py"), "code/runners/__init__.py")
         tar.add(os.path.join(runners_dir, "sagemaker", "__init__.py"), "code/runners/sagemaker/__init__.py")
         tar.add(os.path.dirname(handler.__file__), "code/runners/sagemaker/serving", filter=_no_caches)
     return path

@@ -10,7 +10,7 @@ import json
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from runners.output import OUTPUT_SCHEMA
+from job.rows import OUTPUT_SCHEMA
 from storage import resolve
 
 

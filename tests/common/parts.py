@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from runners import commit
-from runners.job import JobConfig
-from runners.output import OUTPUT_SCHEMA
-from runners.source import InputFile, plan_input
+from job.manifest import Counts, InputFiles, Manifest, Timeline
+from job.parts import STAGING, Parts, output_options
+from job.config import JobConfig
+from job.rows import OUTPUT_SCHEMA
+from job.plan import InputFile, plan_input
 from storage import resolve
 
 
@@ -18,9 +19,17 @@ def predictions(ids: list[str]) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=OUTPUT_SCHEMA)
 
 
-def job_parts(input_uri: str, output_uri: str, endpoint: str | None = None, **options) -> tuple[commit.Parts, tuple[InputFile, ...]]:
+def job_parts(input_uri: str, output_uri: str, endpoint: str | None = None, **options) -> tuple[Parts, tuple[InputFile, ...]]:
     """The ``Parts`` a job with these options would commit through, and its planned files."""
     config = JobConfig(input=input_uri, output=output_uri, weights="random", s3_endpoint_url=endpoint, **options)
     plan = plan_input(resolve(input_uri, endpoint), config)
     output = resolve(output_uri, endpoint)
-    return commit.Parts(output, output.join(commit.STAGING, "run"), plan.location.path, commit.output_options(config, plan)), plan.files
+    return Parts(output, output.join(STAGING, "run"), plan.location.path, output_options(config, plan)), plan.files
+
+
+def a_manifest(**changes) -> Manifest:
+    """A manifest as a finished job writes it (fields a test does not care about filled in)."""
+    fields = dict(engine="test", run_id="run", input="in", output="out", config={}, output_options={},
+                  counts=Counts(1, 1, 1, 0), input_files=InputFiles(1, 0, 1, 1), seconds=1.0, images_per_sec=1.0,
+                  timeline=Timeline(1.0, None, None), files=[], error_examples=[], versions={}, hardware={})
+    return Manifest(**{**fields, **changes})

@@ -7,7 +7,7 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners.job import JobConfig
+from job.config import JobConfig
 from runners.sagemaker import package
 from tests.common.datasets import mixed_rows
 

@@ -13,9 +13,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from runners import spark_job
+from runners.spark_udfs import ReadAndClassify
 
 
 @contextmanager
@@ -40,3 +43,17 @@ def run_ray_then_spark(argv: Sequence[str], out_dir: Path) -> tuple[str, str]:
     with local_spark():
         spark_job.main([*argv, "--output", spark_out])
     return ray_out, spark_out
+
+
+class FailFirstAttemptOfPartition1(ReadAndClassify):
+    """The real task, whose first attempt of partition 1 dies after committing all its parts.
+
+    Installed in place of ``spark_job.ReadAndClassify`` by a test; Spark pickles it by
+    reference, and its Python workers import it from this module.
+    """
+
+    def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from super().__call__(files)
+        context = TaskContext.get()
+        if context.partitionId() == 1 and context.attemptNumber() == 0:
+            raise RuntimeError("injected failure of partition 1, attempt 0, after its parts were committed")

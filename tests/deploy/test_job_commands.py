@@ -62,7 +62,7 @@ def test_every_platform_runs_nightly_at_two_utc_as_the_docs_say(tf):
 @pytest.mark.parametrize("where", [w for w, (module, _) in COMMANDS.items() if module == "runners.ray_job"])
 def test_ray_commands_parse_with_the_real_parser(where):
     """The scheduled Ray command lines are accepted by the job's own argument parser."""
-    from runners.job import config_from_args
+    from job.cli import config_from_args
     from runners.ray_job import get_ray_args_parser
 
     _, tokens = COMMANDS[where]

@@ -50,7 +50,7 @@ def test_ray_job_runs_the_predictor_on_the_gpu(tmp_path):
         manifest = ray_job.main(["--output", str(tmp_path / "out")])
     finally:
         ray.shutdown()
-    assert manifest["scaling"]["gpus"] >= 1 and manifest["hardware"]["gpus"]
+    assert manifest["settings"]["scaling"]["gpus"] >= 1 and manifest["hardware"]["gpus"]
     assert manifest["counts"]["predicted"] == 48
 
 

@@ -8,7 +8,7 @@ that this module's Spark and a Ray never share a process (``tests.common.spark.r
 from __future__ import annotations
 
 from runners import spark_job
-from runners.job import run_main
+from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.spark import run_ray_then_spark

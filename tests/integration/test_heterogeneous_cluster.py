@@ -40,7 +40,7 @@ def test_preprocessing_on_cpu_node_and_predictor_on_gpu_node(cluster, tmp_path):
         ray.shutdown()
     rows, _ = read_output(str(tmp_path / "out"))
     assert_output_contract(rows, manifest, ids, bad)
-    placement = manifest["placement"]
-    assert manifest["scaling"]["gpus"] == 1 and manifest["scaling"]["classify_actors"] == 1
+    placement = manifest["settings"]["placement"]
+    assert manifest["settings"]["scaling"]["gpus"] == 1 and manifest["settings"]["scaling"]["classify_actors"] == 1
     assert placement["preprocess"] and all(node["node_gpus"] == 0 for node in placement["preprocess"])
     assert placement["classify"] and all(node["node_gpus"] == 1 for node in placement["classify"])

@@ -8,7 +8,7 @@ import sys
 import boto3
 
 from runners import ray_job
-from runners.job import run_main
+from job.cli import run_main
 from tests.common.datasets import write_mixed
 
 

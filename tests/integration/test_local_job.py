@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runners import local_job
-from runners.job import run_main
+from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 
@@ -18,7 +20,7 @@ def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_pa
     rows, written = read_output(str(tmp_path / "workers"))
     assert written == manifest and manifest["engine"] == "local"
     assert_output_contract(rows, manifest, ids, bad)
-    assert manifest["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu"}
+    assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu"}
     assert len(manifest["files"]) == 3  # one part per input file
     run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "inline"), "--workers", "0")
     inline = {r["id"]: r for r in read_output(str(tmp_path / "inline"))[0]}
@@ -31,7 +33,7 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/",
                    "--s3-endpoint-url", s3_env, "--workers", "1", "--limit", "23")
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
-    assert written == manifest and manifest["local"]["workers"] == 1
+    assert written == manifest and manifest["settings"]["local"]["workers"] == 1
     kept = ids[:23]  # file order: 6 good, 15 odd, then the first 2 bad rows
     assert_output_contract(rows, manifest, kept, {i: reason for i, reason in bad.items() if i in kept})
 
@@ -39,10 +41,11 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
 def test_more_workers_than_files_start_only_one_per_file(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=30)  # one file
     manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--workers", "4", "--limit", "3")
-    assert manifest["local"]["workers"] == 1 and manifest["counts"]["rows_out"] == 3
+    assert manifest["settings"]["local"]["workers"] == 1 and manifest["counts"]["rows_out"] == 3
 
 
 def test_negative_workers_is_one_line_before_any_work(capsys):
-    assert run_main(local_job.main, ["--workers", "-1"]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        run_main(local_job.main, ["--workers", "-1"])
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--workers must be 0 (in-process) or more, got -1" in err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and "argument --workers: must be an integer >= 0, got -1" in err

@@ -7,10 +7,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from runners import commit, make_dataset, ray_job
-from runners.job import JobConfig, run_main
-from runners.source import plan_input, read_file
-from runners.stages import Classify, Preprocess
+from job.parts import part_name
+from runners import make_dataset, ray_job
+from job.cli import run_main
+from job.config import JobConfig
+from job.plan import plan_input, read_file
+from job.stages import Classify, Preprocess
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
@@ -29,7 +31,7 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert written == manifest and manifest["engine"] == "ray"
     assert_output_contract(rows, manifest, ids, bad)
-    assert "ray" in manifest["versions"] and manifest["scaling"]["gpus"] == 0
+    assert "ray" in manifest["versions"] and manifest["settings"]["scaling"]["gpus"] == 0
 
 
 def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_missing(s3_bucket, s3_env, capsys):
@@ -63,7 +65,7 @@ def test_local_paths_without_id_column_and_limit(tmp_path):
     assert sorted(r["id"] for r in rows) == sorted(expected) and manifest["counts"]["rows_in"] == 12
     # One part per input file, named after it.
     src = str(tmp_path / "src")
-    assert manifest["files"] == sorted(commit.part_name(src, f"{src}/part-0000{i}.parquet") for i in (0, 1))
+    assert manifest["files"] == sorted(part_name(src, f"{src}/part-0000{i}.parquet") for i in (0, 1))
 
 
 def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):

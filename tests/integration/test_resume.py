@@ -19,8 +19,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from runners import commit, make_dataset, ray_job, spark_job
-from runners.job import run_main
+from job.manifest import MANIFEST
+from job.parts import STAGING, read_part_record
+from job.prefix import list_parts
+from runners import make_dataset, ray_job, spark_job
+from job.cli import run_main
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 
@@ -47,7 +50,7 @@ def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) ->
                                stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + FIRST_PART_TIMEOUT_S
     try:
-        while not (out.exists() and commit.list_parts(resolve(str(out)))):
+        while not (out.exists() and list_parts(resolve(str(out)))):
             assert job.poll() is None, f"the job ended before committing a part:\n{log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"no part after {FIRST_PART_TIMEOUT_S} s:\n{log.read_text()[-3000:]}"
             time.sleep(0.05)
@@ -59,12 +62,12 @@ def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) ->
 def assert_parts_whole(out: Path, source: Path) -> dict[str, int]:
     """Every part holds exactly the ids of its input file; returns {part: mtime_ns}."""
     stamps = {}
-    for name in commit.list_parts(resolve(str(out))):
-        rows, record = commit.read_part_record(resolve(str(out)), name)
+    for name in list_parts(resolve(str(out))):
+        rows, record = read_part_record(resolve(str(out)), name)
         expected = pq.read_table(source / record["input_file"], columns=["id"]).column("id").to_pylist()
         assert pq.read_table(out / name).column("id").to_pylist() == expected and rows == ROWS_PER_FILE, name
         stamps[name] = (out / name).stat().st_mtime_ns
-    assert set(os.listdir(out)) - {commit.STAGING} == set(stamps)  # nothing half-written beside them
+    assert set(os.listdir(out)) - {STAGING} == set(stamps)  # nothing half-written beside them
     return stamps
 
 
@@ -74,7 +77,7 @@ def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_p
     main, engine_args = ENGINES[engine]
     argv = ["--input", str(source), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "8", *engine_args]
     kill_after_first_part(engine, argv, tmp_path / "out", tmp_path / "killed.log")
-    assert not (tmp_path / "out" / commit.MANIFEST).exists()
+    assert not (tmp_path / "out" / MANIFEST).exists()
     kept = assert_parts_whole(tmp_path / "out", source)
     assert 1 <= len(kept) < FILES, f"the kill should land mid-run: {len(kept)} of {FILES} parts"
 

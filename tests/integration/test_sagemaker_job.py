@@ -12,11 +12,12 @@ import pyarrow.parquet as pq
 
 from inference import Predictions
 from runners import sagemaker_job
-from runners.job import JobConfig, run_main
-from runners.output import prediction_table
+from job.cli import run_main
+from job.config import JobConfig
+from job.rows import prediction_table
 from runners.sagemaker import aws
-from runners.source import plan_input, read_file
-from runners.stages import Classify, Preprocess
+from job.plan import plan_input, read_file
+from job.stages import Classify, Preprocess
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
@@ -30,7 +31,7 @@ def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket
                                    "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env,
                                    "--max-concurrent-transforms", "2"])
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
-    assert written == manifest and manifest["engine"] == "sagemaker" and manifest["sagemaker"]["failed_shards"] == []
+    assert written == manifest and manifest["engine"] == "sagemaker" and manifest["settings"]["sagemaker"]["failed_shards"] == []
     assert_output_contract(rows, manifest, ids, bad)
     # Parity with Ray: Ray's test holds its output equal to these stages called directly.
     config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env)
@@ -98,4 +99,4 @@ def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch):
     assert sorted(r["id"] for r in rows) == sorted(ids)  # nothing lost: the shard without .out is error rows
     missing = [r for r in rows if r["error"]]
     assert missing and all("no .out object for shard shard-00001-0000.parquet" in r["error"] for r in missing)
-    assert all(r["label"] == 7 for r in rows if not r["error"]) and manifest["sagemaker"]["failed_shards"] == ["shard-00001-0000.parquet"]
+    assert all(r["label"] == 7 for r in rows if not r["error"]) and manifest["settings"]["sagemaker"]["failed_shards"] == ["shard-00001-0000.parquet"]

@@ -9,7 +9,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from runners.output import OUTPUT_SCHEMA
+from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker.server import start_server
 from tests.common.datasets import mixed_rows
 from tests.common.sagemaker import packaged_model_dir, shard_body

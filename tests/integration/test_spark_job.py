@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 from runners import spark_job
-from runners.job import run_main
-from runners.spark_udfs import FAIL_FIRST_ATTEMPT
+from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.spark import local_spark
+from tests.common.spark import FailFirstAttemptOfPartition1, local_spark
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -43,7 +42,7 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert written == manifest and manifest["engine"] == "spark"
     assert_output_contract(rows, manifest, ids, bad)
-    assert "pyspark" in manifest["versions"] and manifest["spark"]["udf"] == "iterator"
+    assert "pyspark" in manifest["versions"] and manifest["settings"]["spark"]["udf"] == "iterator"
 
 
 def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
@@ -58,17 +57,14 @@ def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
     assert_same_predictions(by_id(str(tmp_path / "prefetch")), expected)
 
 
-def test_a_retried_task_does_not_duplicate_rows(tmp_path, spark):
+def test_a_retried_task_does_not_duplicate_rows(tmp_path, monkeypatch):
     """Partition 1's first attempt writes its file, then dies; the retry replaces that file."""
     ids, bad = write_mixed(str(tmp_path / "in"))
-    spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, "1")
-    try:
-        manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
-    finally:
-        spark.sparkContext.setLocalProperty(FAIL_FIRST_ATTEMPT, None)
+    monkeypatch.setattr(spark_job, "ReadAndClassify", FailFirstAttemptOfPartition1)
+    manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
     rows, _ = read_output(str(tmp_path / "out"))
     assert_output_contract(rows, manifest, ids, bad)
-    assert manifest["spark"]["retried_partitions"] == [1]
+    assert manifest["settings"]["spark"]["retried_partitions"] == [1]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from runners.job import run_main
+from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.fault_proxy import FaultProxy

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from runners import ray_job
-from runners.job import run_main
+from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.processes import KillFirst, ray_actor_working, ray_data_actor
@@ -57,4 +57,4 @@ def test_killed_actor_redoes_its_batches(actor, s3_bucket, s3_env, fault_proxy, 
     assert_output_contract(rows, manifest, ids, bad)
     stage = "preprocess" if actor == "RayPreprocess" else "classify"
     # The placement registry hears from every actor constructor: 2 means the pool's one actor was restarted.
-    assert sum(p["actors"] for p in manifest["placement"][stage]) == 2, manifest["placement"]
+    assert sum(p["actors"] for p in manifest["settings"]["placement"][stage]) == 2, manifest["settings"]["placement"]

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from runners.job import JobConfig
-from runners.source import plan_input, read_file
+from job.config import JobConfig
+from job.plan import plan_input, read_file
 from storage import resolve
 from tests.common.datasets import write_mixed
 

@@ -24,7 +24,7 @@ from torchvision.models import resnet50
 
 from inference import WeightsError, load_model
 from runners import sagemaker_job
-from runners.job import run_main
+from job.cli import run_main
 from runners.sagemaker.options import options_from_args
 from runners.sagemaker.server import start_server
 from storage import resolve

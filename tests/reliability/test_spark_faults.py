@@ -53,7 +53,7 @@ def test_killed_python_worker_redoes_its_task(tmp_path):
         assert killer.killed, "no pyspark worker was seen running a task"
         rows, _ = read_output(out)
         assert_output_contract(rows, manifest, ids, bad)
-        retried = manifest["spark"]["retried_partitions"]
+        retried = manifest["settings"]["spark"]["retried_partitions"]
         if retried:
             break
     assert retried, "in three runs, no killed worker's task was retried"

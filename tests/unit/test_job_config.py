@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser
+from job.cli import config_from_args, config_to_argv, get_args_parser
+from job.config import JobConfig
+from job.errors import JobError
 
 
 @pytest.mark.parametrize(

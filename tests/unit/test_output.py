@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from inference import Predictions
-from runners.output import OUTPUT_SCHEMA, prediction_table
+from job.rows import OUTPUT_SCHEMA, prediction_table
 
 
 def predictions(n: int, k: int = 3) -> Predictions:

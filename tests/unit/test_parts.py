@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from runners.parts import PartCollector, positions, with_position
+from job.parts import PartCollector, positions, with_position
 from tests.common.datasets import write_mixed
 from tests.common.parts import job_parts, predictions
 

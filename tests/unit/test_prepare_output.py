@@ -1,4 +1,4 @@
-"""What an existing output prefix means (runners.resume): refuse, clear, or keep the parts of a killed run."""
+"""What an existing output prefix means (job.prefix): refuse, clear, or keep the parts of a killed run."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import dataclasses
 import pyarrow.parquet as pq
 import pytest
 
-from runners import commit
-from runners.job import JobConfig, JobError
-from runners.resume import prepare_output
+from job.manifest import write_manifest
+from job.parts import Parts
+from job.prefix import list_parts
+from job.config import JobConfig
+from job.errors import JobError
+from job.prefix import prepare_output
 from tests.common.datasets import write_mixed
-from tests.common.parts import job_parts, predictions
+from tests.common.parts import a_manifest, job_parts, predictions
 
 
 @pytest.fixture()
@@ -26,7 +29,7 @@ def killed_run(tmp_path):
     return parts, files
 
 
-def config(parts: commit.Parts, **changes) -> JobConfig:
+def config(parts: Parts, **changes) -> JobConfig:
     return JobConfig(input=parts.input_root, output=parts.output.path, weights="random", **changes)
 
 
@@ -62,16 +65,17 @@ def test_resume_refuses_parts_of_other_options_or_other_files(killed_run, tmp_pa
 
 def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
     parts, files = killed_run
-    commit.write_manifest(parts.output, {"output_options": parts.options})
+    finished = a_manifest(output_options=parts.options)
+    write_manifest(parts.output, finished)
     with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --overwrite"):
         prepare_output(parts.output, config(parts), parts, files)
-    assert prepare_output(parts.output, config(parts, resume=True), parts, files).finished == {"output_options": parts.options}
+    assert prepare_output(parts.output, config(parts, resume=True), parts, files).finished == finished
 
 
 def test_overwrite_clears_ours_and_foreign_files_are_never_touched(killed_run, tmp_path):
     parts, files = killed_run
     assert prepare_output(parts.output, config(parts, overwrite=True), parts, files).committed == ()
-    assert commit.list_parts(parts.output) == []
+    assert list_parts(parts.output) == []
     pq.write_table(predictions(["a"]), tmp_path / "out" / "someone-elses.parquet")
     with pytest.raises(JobError, match="holds files this job did not write \\(e.g. someone-elses.parquet\\)"):
         prepare_output(parts.output, config(parts, overwrite=True), parts, files)

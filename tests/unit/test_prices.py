@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from runners.job import JobError
-from runners.prices import DEFAULT_TABLE, Price, dollars_per_million_images, engine_prices
+from job.errors import JobError
+from runners.compare.prices import DEFAULT_TABLE, Price, dollars_per_million_images, engine_prices
 
 ENGINES = ["ray", "spark", "sagemaker", "local"]
 

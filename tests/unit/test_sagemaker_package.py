@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tarfile
 
-from runners.job import JobConfig
+from job.config import JobConfig
 from runners.sagemaker import package
 
 # Loads the handler with only the unpacked code/ importable (the repo is taken off sys.path).
@@ -25,7 +25,7 @@ print(model.config.topk, model.config.weights)
 def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
     tar = package.build_model_tar(JobConfig(input=None, output=None, weights="random", topk=3), str(tmp_path))
     names = tarfile.open(tar).getnames()
-    assert {"serving.json", "code/handler.py", "code/requirements.txt", "code/runners/stages.py"} <= set(names)
+    assert {"serving.json", "code/handler.py", "code/requirements.txt", "code/job/stages.py", "code/job/driver.py"} <= set(names)
     assert "code/inference.py" not in names and "model.pth" not in names and not any("__pycache__" in n for n in names)
     model = package.unpack(tar, str(tmp_path / "model"))
     assert json.load(open(f"{model}/serving.json"))["weights"] == "random"

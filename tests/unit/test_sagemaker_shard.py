@@ -8,12 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runners.job import JobConfig, JobError
-from runners.output import OUTPUT_SCHEMA
+from job.config import JobConfig
+from job.errors import JobError
+from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
-from runners.source import plan_input
+from job.plan import plan_input
 from storage import resolve
 
 

@@ -6,8 +6,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runners.job import JobConfig, JobError
-from runners.source import plan_input, read_file
+from job.config import JobConfig
+from job.errors import JobError
+from job.plan import plan_input, read_file
 from storage import resolve
 
 

@@ -2,12 +2,12 @@
 
 Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``inference``,
 ``storage`` and ``runners`` packages, so the container runs exactly the code Ray and Spark
-run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``runners.output``.
+run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.rows``.
 The PyTorch container's default ``model_fn`` loads only TorchScript; ours loads the state
 dict ``model.pth`` from the model dir, or random weights when ``serving.json`` says so.
 
 A request is one Parquet shard with an ``id`` column and the image column (see
-``runners.sagemaker.shard``); the response is Parquet in ``runners.output.OUTPUT_SCHEMA``.
+``runners.sagemaker.shard``); the response is Parquet in ``job.rows.OUTPUT_SCHEMA``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from runners.job import JobConfig, JobError
-from runners.output import OUTPUT_SCHEMA
+from job.config import JobConfig
+from job.errors import JobError
+from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker.serving import codecs
-from runners.stages import Classify, Preprocess, default_batch_size
+from job.config import default_batch_size
+from job.stages import Classify, Preprocess
 
 SERVING_CONFIG = "serving.json"  # job options the handler needs, written by package.py
 WEIGHTS_FILE = "model.pth"  # state dict; absent when serving.json says weights "random"
@@ -63,11 +65,12 @@ def predict_fn(data: pa.Table, model: ServingModel) -> pa.Table:
             raise codecs.UndecodableInputError(f"request has no {column!r} column (columns: {', '.join(data.schema.names)})")
     parts = [OUTPUT_SCHEMA.empty_table()]
     for batch in data.to_batches(max_chunksize=model.batch_rows):
+        ids = batch.column(ID_COLUMN).cast(pa.string()).to_pylist()
         try:
-            out = model.preprocess(batch)
+            pixels = model.preprocess(ids, batch)
         except JobError as e:  # e.g. an image column of the wrong type: the request's fault, a 4xx
             raise codecs.UndecodableInputError(str(e)) from e
-        parts.append(model.classify(batch.column(ID_COLUMN).cast(pa.string()).to_pylist(), out.pixels, out.errors))
+        parts.append(model.classify(pixels).select(OUTPUT_SCHEMA.names))
     return pa.concat_tables(parts)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
 
-from runners.commit import read_manifest
+from job.manifest import read_manifest
 from storage import resolve, storage_errors
 
 MAX_EXAMPLES = 5
@@ -37,7 +37,7 @@ Outcome = tuple[int | None, str | None]  # (label, error) of one output row
 def read_outcomes(uri: str, s3_endpoint_url: str | None = None) -> dict[str, Outcome]:
     """{id: (label, error)} for every row of a finished output prefix."""
     location = resolve(uri, s3_endpoint_url)
-    files = read_manifest(location)["files"]
+    files = read_manifest(location).files
     with storage_errors(location.uri):
         table = pq.read_table([location.join(name) for name in files], filesystem=location.filesystem,
                               columns=["id", "label", "error"])

@@ -1,7 +1,7 @@
 """Dollars per hour for each engine, to turn images/sec into dollars per million images.
 
 Use ``--price-per-hour ray=1.2,spark=0.9`` (per engine), or ``--instance g5.xlarge`` to look
-the instance up in ``benchmarks/prices.json`` (list prices with their date and source).
+the instance up in ``prices.json`` beside this module (list prices with their date and source).
 Explicit prices win over the table. SageMaker bills ``ml.<instance>`` at its own, higher
 rate, so with ``--instance`` it is priced only when the table lists ``ml.<instance>``. An
 engine without a price gets no dollars per million images rather than a guess.
@@ -13,9 +13,9 @@ import json
 import os
 from dataclasses import dataclass
 
-from runners.job import JobError
+from job.errors import JobError
 
-DEFAULT_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "prices.json")
+DEFAULT_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prices.json")  # package data: installed with it
 SECONDS_PER_HOUR = 3600
 
 
@@ -77,5 +77,5 @@ def _load_table(path: str) -> dict:
     except (OSError, ValueError) as e:
         raise JobError(f"cannot read the price table {path} ({e}); pass --prices FILE or --price-per-hour ENGINE=USD") from e
     if not isinstance(table, dict) or not isinstance(table.get("usd_per_hour"), dict) or "label" not in table:
-        raise JobError(f"{path}: expected {{\"label\": ..., \"usd_per_hour\": {{INSTANCE: USD}}}} as in benchmarks/prices.json")
+        raise JobError(f"{path}: expected {{\"label\": ..., \"usd_per_hour\": {{INSTANCE: USD}}}} as in runners/compare/prices.json")
     return table

@@ -6,6 +6,7 @@ tables; ``write_report`` writes all three files into the report directory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -13,36 +14,37 @@ import shlex
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from runners.prices import Price, dollars_per_million_images
+from job.manifest import Manifest
+from runners.compare.prices import Price, dollars_per_million_images
 
 RESULTS_JSON, RESULTS_MD, CHART_PNG = "results.json", "results.md", "chart.png"
-# Keys every manifest has (runners/driver.py finish_job); the rest are the engine's own settings.
-MANIFEST_KEYS = {"engine", "run_id", "input", "output", "config", "counts", "seconds", "images_per_sec", "files",
-                 "error_examples", "versions", "hardware", "manifest"}
 
 
-def run_row(engine: str, manifest: dict | None, model_only: float | None, price: Price | None, failed: str | None = None,
+def run_row(engine: str, manifest: Manifest | None, model_only: float | None, price: Price | None, failed: str | None = None,
             engine_args: list[str] | None = None) -> dict:
     """One engine's results row; ``manifest`` is None when the engine failed (``failed`` says how)."""
-    manifest = manifest or {}
-    counts, ips = manifest.get("counts", {}), manifest.get("images_per_sec")
+    ips = manifest.images_per_sec if manifest else None
+    timeline = dataclasses.asdict(manifest.timeline) if manifest else {}
     return {
         "engine": engine,
-        "images": counts.get("rows_out"),
-        "errors": counts.get("errored"),
-        "seconds": manifest.get("seconds"),
+        "images": manifest.counts.rows_out if manifest else None,
+        "errors": manifest.counts.errored if manifest else None,
+        "seconds": manifest.seconds if manifest else None,
         "images_per_sec": ips,
+        "startup_seconds": timeline.get("startup_seconds"),
+        "steady_images_per_sec": timeline.get("steady_images_per_sec"),
+        "device_busy_fraction": timeline.get("device_busy_fraction"),
         "model_only_images_per_sec": model_only,
         "model_only_ratio": round(ips / model_only, 3) if ips and model_only else None,
         "price_per_hour": price.usd_per_hour if price else None,
         "price_source": price.source if price else None,
         "dollars_per_million_images": dollars_per_million_images(price, ips),
-        "config": manifest.get("config"),
-        "hardware": manifest.get("hardware"),
-        "versions": manifest.get("versions"),
-        "settings": {k: v for k, v in manifest.items() if k not in MANIFEST_KEYS},
+        "config": manifest.config if manifest else None,
+        "hardware": manifest.hardware if manifest else None,
+        "versions": manifest.versions if manifest else None,
+        "settings": manifest.settings if manifest else {},  # the engine's own facts
         "engine_args": engine_args or [],  # --engine-args: options given to this engine only
-        "output": manifest.get("output"),
+        "output": manifest.output if manifest else None,
         "failed": failed,
     }
 
@@ -71,23 +73,32 @@ def write_report(directory: str, results: dict) -> list[str]:
 
 
 def write_chart(path: str, results: dict) -> str:
-    """Bar chart of images/sec by engine, the model-only ceiling as a dashed line."""
+    """Images/sec by engine (whole job, and steady state) against the model-only ceiling; start-up beside it."""
     runs = [r for r in results["runs"] if r["images_per_sec"]]
-    figure = Figure(figsize=(7, 4), layout="constrained")
+    figure = Figure(figsize=(10, 4), layout="constrained")
     FigureCanvasAgg(figure)  # render with Agg: no display, no pyplot global state
-    axes = figure.add_subplot()
-    bars = axes.bar([r["engine"] for r in runs], [r["images_per_sec"] for r in runs], color="#4C72B0")
-    axes.bar_label(bars, fmt="%.1f")
+    rates, startup = figure.subplots(1, 2, width_ratios=(2, 1))
+    engines = [r["engine"] for r in runs]
+    positions = range(len(runs))
+    whole = rates.bar([p - 0.2 for p in positions], [r["images_per_sec"] for r in runs], 0.4, color="#4C72B0", label="whole job")
+    steady = rates.bar([p + 0.2 for p in positions], [r.get("steady_images_per_sec") or 0 for r in runs], 0.4,
+                       color="#55A868", label="steady state")
+    rates.bar_label(whole, fmt="%.1f", fontsize=8)
+    rates.bar_label(steady, fmt="%.1f", fontsize=8)
+    rates.set_xticks(list(positions), engines)
+    top = max(max(r["images_per_sec"], r.get("steady_images_per_sec") or 0) for r in runs)
     model_only = results["model_only"]
-    top = max(r["images_per_sec"] for r in runs)
     if model_only:
-        axes.axhline(model_only["images_per_sec"], color="#C44E52", linestyle="--",
-                     label=f"model only: {model_only['images_per_sec']:.1f} images/s")
-        axes.legend(loc="best")
+        rates.axhline(model_only["images_per_sec"], color="#C44E52", linestyle="--",
+                      label=f"model only: {model_only['images_per_sec']:.1f} images/s")
         top = max(top, model_only["images_per_sec"])
-    axes.set_ylim(0, top * 1.25)  # room for the bar labels and the legend
-    axes.set_ylabel("images/sec (end to end)")
-    axes.set_title(f"ResNet50 {_setup_text(results)}, {runs[0]['images']} images, {_hardware_text(results['hardware'])}", fontsize=9)
+    rates.legend(loc="best", fontsize=8)
+    rates.set_ylim(0, top * 1.3)  # room for the bar labels and the legend
+    rates.set_ylabel("images/sec")
+    bars = startup.bar(engines, [r.get("startup_seconds") or 0 for r in runs], color="#8172B2")
+    startup.bar_label(bars, fmt="%.1f", fontsize=8)
+    startup.set_ylabel("seconds from command to first prediction")
+    figure.suptitle(f"ResNet50 {_setup_text(results)}, {runs[0]['images']} images, {_hardware_text(results['hardware'])}", fontsize=9)
     figure.savefig(path, dpi=120)
     return path
 
@@ -95,14 +106,17 @@ def write_chart(path: str, results: dict) -> str:
 def _engines_table(runs: list[dict]) -> str:
     if not runs:
         return ""
-    lines = ["| engine | images | errors | seconds | images/s | model-only images/s | of model-only | $/hour | $/M images |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| engine | images | errors | seconds | images/s | startup s | steady images/s | device busy "
+             "| model-only images/s | of model-only | $/hour | $/M images |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         if r["failed"]:
-            lines.append(f"| {r['engine']} | failed: {r['failed']} | | | | | | | |")
+            lines.append(f"| {r['engine']} | failed: {r['failed']} | | | | | | | | | | |")
             continue
         ratio = f"{r['model_only_ratio']:.0%}" if r["model_only_ratio"] is not None else "-"
-        lines.append(f"| {r['engine']} | {r['images']} | {r['errors']} | {r['seconds']:.1f} | {r['images_per_sec']:.1f} | "
+        busy = f"{r['device_busy_fraction']:.0%}" if r.get("device_busy_fraction") is not None else "-"
+        lines.append(f"| {r['engine']} | {r['images']} | {r['errors']} | {r['seconds']:.1f} | {_num(r['images_per_sec'], '.1f')} | "
+                     f"{_num(r.get('startup_seconds'), '.1f')} | {_num(r.get('steady_images_per_sec'), '.1f')} | {busy} | "
                      f"{_num(r['model_only_images_per_sec'], '.1f')} | {ratio} | {_num(r['price_per_hour'], '.3f')} | "
                      f"{_num(r['dollars_per_million_images'], ',.2f')} |")
     return "\n".join(lines)

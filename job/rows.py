@@ -7,11 +7,13 @@ a row that decoded gets its top-k; a row that did not gets nulls and its ``error
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from inference import Predictions
+if TYPE_CHECKING:  # only a type here: the CPU stage's processes never load torch
+    from inference import Predictions
 
 OUTPUT_SCHEMA = pa.schema(
     [

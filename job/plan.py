@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from runners.job import JobConfig, JobError
+from job.config import JobConfig
+from job.errors import JobError
 from storage import Location, require_bucket, storage_errors
 
 SHAPE_COLUMNS = ("height", "width", "channels")  # per-row raw pixel shape, when present

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import os
 import shlex
@@ -39,25 +38,21 @@ from dataclasses import dataclass
 
 from inference import choose_device, default_precision, load_model
 from inference.benchmark import model_only_images_per_sec
-from inference.model import RECIPE, LoadedModel, eval_size
+from inference.model import RECIPE, LoadedModel
+from job import report, sample
+from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
+from job.config import JobConfig, default_batch_size
+from job.errors import JobError
+from job.manifest import MANIFEST, Manifest, read_manifest
+from job.plan import InputPlan, plan_input, read_file
+from job.stages import EVAL_SIZE, image_cells
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
-from runners import compare_report, report, sample
-from runners.commit import MANIFEST, read_manifest
-from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser, run_main
-from runners.parity import Parity, check_parity, read_outcomes
-from runners.prices import DEFAULT_TABLE, engine_prices
-from runners.source import InputPlan, plan_input, read_file
-from runners.stages import default_batch_size, image_cells
+from runners.compare import report as compare_report
+from runners.compare.parity import Parity, check_parity, read_outcomes
+from runners.compare.prices import DEFAULT_TABLE, engine_prices
+from runners.engines import ENGINES
 from storage import resolve
-
-# How each engine runs on one machine; every other option is the shared config.
-ENGINE_OPTIONS = {
-    "ray": ["--address", "local"],  # a fresh local Ray, never a cluster that happens to run here
-    "spark": [],  # its default master: local[*,4], all cores, failed tasks retried
-    "sagemaker": ["--local"],  # the packaged handler behind a loopback server
-    "local": [],
-}
 STAGES = ("jobs", "preprocess", "all")
 PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
 PREPROCESS_REPEATS = 3
@@ -79,12 +74,12 @@ class Comparison:
 def get_compare_args_parser() -> argparse.ArgumentParser:
     parser = get_args_parser(prog="python -m runners.compare", description=__doc__.splitlines()[0])
     group = parser.add_argument_group("compare")
-    group.add_argument("--engines", default=",".join(ENGINE_OPTIONS), help=f"comma-separated subset of {','.join(ENGINE_OPTIONS)} (default: all)")
+    group.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {','.join(ENGINES)} (default: all)")
     group.add_argument("--report", help="local directory for results.json, results.md, chart.png and outputs/<engine>/ (default: a new temp dir)")
     group.add_argument("--stage", choices=STAGES, default="jobs", help="jobs: run the engines (default); preprocess: time CPU preprocessing per core; all: both")
     group.add_argument("--price-per-hour", help="ENGINE=USD,... e.g. ray=1.006,spark=1.006: adds $ per million images")
     group.add_argument("--instance", help="instance type priced from --prices for every engine, e.g. g5.xlarge")
-    group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: benchmarks/prices.json)")
+    group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: the prices.json shipped in runners/compare/)")
     group.add_argument("--model-only-seconds", type=float, default=10.0, help="how long to time the model alone (default: 10)")
     group.add_argument("--append-results", help="also append results.json as one line to this JSONL file, e.g. benchmarks/results/compare.jsonl")
     group.add_argument("--engine-args", action="append", default=[], metavar='ENGINE="ARGS"',
@@ -95,9 +90,9 @@ def get_compare_args_parser() -> argparse.ArgumentParser:
 
 def parse_engines(text: str) -> list[str]:
     engines = [e.strip() for e in text.split(",") if e.strip()]
-    unknown = [e for e in engines if e not in ENGINE_OPTIONS]
+    unknown = [e for e in engines if e not in ENGINES]
     if unknown or not engines or len(set(engines)) != len(engines):
-        raise JobError(f"--engines must name each of {', '.join(ENGINE_OPTIONS)} at most once, got {text!r}")
+        raise JobError(f"--engines must name each of {', '.join(ENGINES)} at most once, got {text!r}")
     return engines
 
 
@@ -113,16 +108,14 @@ def parse_engine_args(values: Sequence[str], engines: list[str]) -> dict[str, li
 
 
 def _checked_engine_argv(engine: str, argv: list[str]) -> list[str]:
-    # Imported here: each job module pulls in its engine (ray, pyspark), which compare itself never needs.
-    module = importlib.import_module(f"runners.{engine}_job")
-    parser = getattr(module, f"get_{engine}_args_parser")()
+    parser = ENGINES[engine].args_parser()
     parser.exit_on_error = False  # an ArgumentError to turn into one line, not argparse's usage and exit
     try:
         parsed, unknown = parser.parse_known_args(argv)
     except argparse.ArgumentError as e:
         raise JobError(f"--engine-args {engine}: {e}") from e
     if unknown:
-        raise JobError(f"--engine-args {engine}: {shlex.join(unknown)} is not an option of runners.{engine}_job")
+        raise JobError(f"--engine-args {engine}: {shlex.join(unknown)} is not an option of {ENGINES[engine].module}")
     # Compared by what argparse made of them, so abbreviations and --opt=value forms are caught too.
     defaults, shared = vars(parser.parse_args([])), vars(get_args_parser().parse_args([]))
     changed = [dest for dest in shared if getattr(parsed, dest) != defaults[dest]]
@@ -154,12 +147,12 @@ def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str
     return report_dir
 
 
-def run_engine(engine: str, config: JobConfig, report_dir: str, extra: Sequence[str] = ()) -> tuple[dict | None, str | None]:
+def run_engine(engine: str, config: JobConfig, report_dir: str, extra: Sequence[str] = ()) -> tuple[Manifest | None, str | None]:
     """Run one engine's job in its own process; returns (manifest, None), or (None, why it failed)."""
     output = os.path.join(report_dir, "outputs", engine)
     # The user's engine options come last: argparse keeps the last value, so --address or --master override ours.
-    argv = [sys.executable, "-m", f"runners.{engine}_job", *config_to_argv(dataclasses.replace(config, output=output)),
-            *ENGINE_OPTIONS[engine], *extra]
+    argv = [sys.executable, "-m", ENGINES[engine].module, *config_to_argv(dataclasses.replace(config, output=output)),
+            *ENGINES[engine].compare_options, *extra]
     print(f"== {engine}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
     code = subprocess.run(argv, check=False).returncode
     if code != 0:
@@ -178,7 +171,7 @@ def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, repor
                                                               seconds=args.model_only_seconds, compile=config.compile))
     rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed, engine_args[e])
             for e, (manifest, failed) in done.items()]
-    parity = check_parity({e: read_outcomes(m["output"], config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
+    parity = check_parity({e: read_outcomes(m.output, config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
     return rows, parity, model_only
 
 
@@ -186,7 +179,7 @@ def preprocess_stage(plan: InputPlan, config: JobConfig) -> list[dict]:
     """Preprocessing per core on the input's own images: ours against torchvision's eval transform."""
     if plan.shape_columns or config.raw_shape:
         raise JobError("--stage preprocess times image decoding, but this input holds raw pixels; use an encoded input")
-    images, size = _decodable_images(plan, config), eval_size()
+    images, size = _decodable_images(plan, config), EVAL_SIZE
     methods = {
         "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(size)),
         "torchvision_resize_crop": (f"torchvision v2 Resize({size.resize}) + CenterCrop({size.crop}) on PIL, uint8",
@@ -208,7 +201,7 @@ def _decodable_images(plan: InputPlan, config: JobConfig) -> list[bytes]:
             cells += image_cells(batch.column(config.image_column), raw=False)[: PREPROCESS_MAX_IMAGES - len(cells)]
         if len(cells) >= PREPROCESS_MAX_IMAGES:
             break
-    errors = preprocess_batch(cells, eval_size(), max_pixels=config.max_pixels).errors
+    errors = preprocess_batch(cells, EVAL_SIZE, max_pixels=config.max_pixels).errors
     images = [c for c, e in zip(cells, errors) if e is None]
     if not images:
         raise JobError(f"{config.input}: no decodable image among the first {len(cells)} rows to time")
@@ -249,11 +242,11 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     return Comparison(results, report_dir)
 
 
-def _cli() -> int:
+def cli() -> int:
     comparisons: list[Comparison] = []
     code = run_main(lambda argv: comparisons.append(main(argv)))
     return code or comparisons[0].exit_code
 
 
 if __name__ == "__main__":
-    sys.exit(_cli())
+    sys.exit(cli())

@@ -1,0 +1,74 @@
+"""``JobConfig``: the options every engine's job shares, checked once, recorded in the manifest.
+
+Build it from a command line with ``job.cli.config_from_args``; an engine's own options
+(actor counts, Spark master, SageMaker instance) stay in that engine's parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from inference.names import PRECISIONS
+from job.errors import JobError
+from preprocess import DEFAULT_MAX_PIXELS
+from storage import has_credentials, redact
+
+DECODES = ("cpu", "gpu")
+BATCH_SIZE_GPU = 256  # ResNet50 at 224px in bf16: large enough to saturate an A10G..H100, a few GB
+BATCH_SIZE_CPU = 32  # CPU inference gains nothing past this and holds memory longer
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    input: str | None  # s3://bucket/prefix/ or a local path of Parquet files; None: the built-in sample
+    output: str | None  # prefix for prediction Parquet + _SUCCESS.json; None: a fresh temp dir
+    weights: str = "imagenet"  # imagenet | random | PATH | s3://...; never falls back to random
+    s3_endpoint_url: str | None = None  # S3-compatible store (MinIO, moto...); else AWS_ENDPOINT_URL
+    image_column: str = "image"  # encoded bytes, or raw uint8 pixels (see raw_shape)
+    id_column: str = "id"  # when absent from the data, ids are "<file name>:<row index>"
+    raw_shape: tuple[int, int, int] | None = None  # H,W,C of raw pixel cells; None: encoded, or per-row height/width/channels columns
+    limit: int | None = None  # take only the first N rows, in file order
+    batch_size: int | None = None  # images per model call; None: 256 on GPU, 32 on CPU
+    precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
+    topk: int = 5  # length of topk_labels / topk_scores
+    max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
+    overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
+    resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
+    decode: str = "cpu"  # cpu: CPU workers decode; gpu: JPEGs decoded (nvJPEG) and resized on the predictor's device
+    compile: bool = False  # torch.compile the model (compiles once per worker, at start)
+
+    def __post_init__(self) -> None:
+        _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
+        _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
+        _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        _require(1 <= self.topk <= 1000, f"--topk must be between 1 and 1000, got {self.topk}")
+        _require(self.max_pixels > 0, f"--max-pixels must be positive, got {self.max_pixels}")
+        _require(bool(self.image_column), "--image-column must not be empty")
+        _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
+                 f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")
+        _require(self.decode in DECODES, f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
+        _require(self.decode == "cpu" or self.raw_shape is None,
+                 f"--decode {self.decode} decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
+        _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
+        _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
+                 "--output must differ from --input")
+        for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
+                            ("--s3-endpoint-url", self.s3_endpoint_url)):
+            # The manifest records the config: a password in a URL would be written next to the data.
+            _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
+                     "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+
+    def to_dict(self) -> dict:
+        """The config as the manifest records it."""
+        return dataclasses.asdict(self)
+
+
+def default_batch_size(config: JobConfig, has_gpu: bool) -> int:
+    """Images per model call: ``--batch-size``, else the device's default."""
+    return config.batch_size or (BATCH_SIZE_GPU if has_gpu else BATCH_SIZE_CPU)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise JobError(message)

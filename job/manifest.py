@@ -1,0 +1,93 @@
+"""``_SUCCESS.json``: the typed record of a finished job, written last, trusted by every reader.
+
+Use ``Manifest`` to write one (``job.driver.finish_job``) and to read one (``read_manifest``:
+``--resume``, parity, the compare report). Its fields are the contract every engine fills
+the same way; what only one engine knows (Ray's actor counts, Spark's master, SageMaker's
+shards) goes under ``settings``, so a reader never has to guess which keys are whose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from storage import Location, storage_errors
+
+MANIFEST = "_SUCCESS.json"
+
+
+@dataclass(frozen=True)
+class Counts:
+    rows_in: int
+    rows_out: int
+    predicted: int
+    errored: int
+
+
+@dataclass(frozen=True)
+class InputFiles:
+    total: int  # planned input files
+    resumed: int  # of which --resume kept the part of an earlier run
+    run: int  # of which this run ran
+    rows_run: int  # the rows of the files this run ran
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Where the wall time went; None where the engine could not see it."""
+
+    startup_seconds: float | None  # process start -> the first prediction reached the driver (or a part was committed)
+    steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
+    device_busy_fraction: float | None  # time inside the model call / (wall time x predictors), at most 1
+
+
+@dataclass(frozen=True)
+class Manifest:
+    engine: str
+    run_id: str
+    input: str
+    output: str
+    config: dict  # JobConfig.to_dict()
+    output_options: dict  # what --resume compares (job.parts.output_options)
+    counts: Counts
+    input_files: InputFiles
+    seconds: float  # the engine's run: start of the engine to the last part committed
+    images_per_sec: float | None  # this run's rows / seconds; None when nothing was left to run
+    timeline: Timeline
+    files: list[str]  # the committed parts, by name: what a reader reads
+    error_examples: list[dict]
+    versions: dict[str, str]
+    hardware: dict
+    settings: dict = field(default_factory=dict)  # the engine's own facts (actors, master, shards...)
+    manifest: str = ""  # this file's URI
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Manifest:
+        """The manifest as written; raises ValueError naming what is missing (an older or foreign file)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = sorted(names - data.keys() - {"settings", "manifest"})
+        if missing:
+            raise ValueError(f"not a manifest of this version: no {', '.join(missing)}")
+        values = {k: v for k, v in data.items() if k in names}
+        values["counts"] = Counts(**data["counts"])
+        values["input_files"] = InputFiles(**data["input_files"])
+        values["timeline"] = Timeline(**data["timeline"])
+        return cls(**values)
+
+
+def write_manifest(location: Location, manifest: Manifest) -> str:
+    """Write ``_SUCCESS.json`` (one PUT: atomic on S3); returns its URI."""
+    path = location.join(MANIFEST)
+    with storage_errors(location.uri), location.filesystem.open_output_stream(path) as out:
+        out.write(json.dumps(manifest.to_dict(), indent=2, default=str).encode())
+    return location.uri_of(path)
+
+
+def read_manifest(location: Location) -> Manifest:
+    path = location.join(MANIFEST)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
+        return Manifest.from_dict(json.loads(f.read()))

@@ -1,0 +1,193 @@
+"""The worker side of the output: each input file's part, named, gathered and committed whole.
+
+A part holds every output row of one input file and nothing else; its name depends only on
+the input file (``part_name``), so a retried task, a speculative attempt or a Ray block re-run
+after an actor died writes the same part again, with the same rows. ``Parts.write`` makes a
+part visible whole or not at all: locally a temporary file under ``_staging/`` renamed into
+place (atomic within a filesystem); on S3 one PUT of the finished bytes (an object appears
+only once its upload completes; S3 has no rename). Each footer records the input file, its
+rows and the job's options, which ``--resume`` checks (``job.prefix``).
+
+``PartCollector`` is for rows of several files arriving interleaved and maybe twice (the Ray
+driver's stream, a Spark task's partition): every row carries its input file index and its
+position (``with_position``); a position seen before is dropped, and a file's part is
+committed the moment its last position arrives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from job.config import JobConfig
+from job.plan import InputFile, InputPlan
+from job.rows import OUTPUT_SCHEMA
+from storage import Location, storage_errors
+
+STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
+PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
+PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options"}
+STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
+# JobConfig fields that decide what a part holds; --resume refuses parts written with others.
+OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "precision", "topk", "max_pixels")
+
+
+def part_name(input_root: str, path: str) -> str:
+    """``part-<stem>-<8 hex>.parquet`` for an input file (a path inside the input filesystem)."""
+    relative = input_relpath(input_root, path)
+    stem = posixpath.basename(relative).removesuffix(".parquet")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:STEM_CHARS]
+    return f"{PART_PREFIX}{stem}-{hashlib.sha1(relative.encode()).hexdigest()[:8]}{PART_SUFFIX}"
+
+
+def input_relpath(input_root: str, path: str) -> str:
+    """An input file's path relative to the input prefix (its name when the input is one file)."""
+    return posixpath.relpath(path, input_root) if path != input_root else posixpath.basename(path)
+
+
+def output_options(config: JobConfig, plan: InputPlan) -> dict:
+    """What decides a part's rows: the input (as resolved) and the options in OUTPUT_OPTIONS."""
+    options = {name: getattr(config, name) for name in OUTPUT_OPTIONS}
+    options["raw_shape"] = list(config.raw_shape) if config.raw_shape else None  # as JSON reads it back
+    return {"input": plan.location.uri_of(plan.location.path), **options}
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Where a job's parts go and what their footers record; pickled into every writer."""
+
+    output: Location
+    staging: str  # <output>/_staging/<run id>: local temporaries
+    input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
+    options: dict  # output_options(): recorded in each footer
+
+    def name(self, file: InputFile) -> str:
+        return part_name(self.input_root, file.path)
+
+    def write(self, file: InputFile, table: pa.Table) -> str:
+        """Commit ``table`` as the part of ``file``; it must hold every row of the file."""
+        if table.num_rows != file.rows:
+            raise RuntimeError(f"{file.path}: {table.num_rows} output rows for {file.rows} input rows; its part was not written")
+        name, fs = self.name(file), self.output.filesystem
+        record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options}
+        data = _serialize(table.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA), {PART_METADATA: json.dumps(record)})
+        final = self.output.join(name)
+        with storage_errors(self.output.uri_of(final)):
+            if self.output.is_s3:
+                _put(fs, final, data)  # one PUT: the object appears whole or not at all
+            else:
+                temp = f"{self.staging}/{name}.{uuid.uuid4().hex[:8]}.tmp"
+                fs.create_dir(self.staging, recursive=True)
+                _put(fs, temp, data)
+                fs.move(temp, final)  # rename: atomic on a local filesystem
+        return name
+
+
+def read_part_record(location: Location, name: str) -> tuple[int, dict | None]:
+    """A committed part's row count and footer record (None when it has none) from its footer."""
+    path = location.join(name)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
+        metadata = pq.ParquetFile(f).metadata
+    raw = (metadata.metadata or {}).get(PART_METADATA)
+    return metadata.num_rows, json.loads(raw) if raw else None
+
+
+FILE = "input_file_index"  # int32: index into the plan's files
+ROW = "input_row"  # int64: the row's position in its input file
+
+
+def with_position(table: pa.Table, files: np.ndarray, rows: np.ndarray) -> pa.Table:
+    """``table`` plus each row's input file index and position."""
+    return table.append_column(FILE, pa.array(files, pa.int32())).append_column(ROW, pa.array(rows, pa.int64()))
+
+
+def positions(index: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The FILE and ROW values of ``count`` consecutive rows of one file from ``start``."""
+    return np.full(count, index, np.int32), np.arange(start, start + count, dtype=np.int64)
+
+
+class _FileRows:
+    """The rows of one input file received so far, each position once."""
+
+    def __init__(self, rows: int) -> None:
+        self.seen = np.zeros(rows, dtype=bool)
+        self.tables: list[pa.Table] = []
+
+    def add(self, table: pa.Table) -> bool:
+        """Keep the rows at positions not seen yet; True once every position has arrived."""
+        rows = table.column(ROW).to_numpy()
+        _, first = np.unique(rows, return_index=True)  # a position twice within one batch counts once
+        keep = np.zeros(len(rows), dtype=bool)
+        keep[first] = ~self.seen[rows[first]]
+        self.seen[rows[keep]] = True
+        if keep.any():
+            self.tables.append(table.filter(pa.array(keep)))
+        return bool(self.seen.all())
+
+    def table(self) -> pa.Table:
+        """All rows, in input order (so a part's bytes do not depend on arrival order)."""
+        table = pa.concat_tables(self.tables)
+        return table.take(pc.sort_indices(table.column(ROW)))
+
+
+class PartCollector:
+    """Rows in, committed parts out: one per input file, written once all its rows arrived."""
+
+    def __init__(self, parts: Parts, files: Sequence[InputFile]) -> None:
+        self.parts = parts
+        self.files = files  # the plan's files, indexed by the FILE column
+        self.open: dict[int, _FileRows] = {}
+        self.committed: set[int] = set()
+        self.progress: list[tuple[float, int]] = []  # (wall time, rows that were new): the job's timeline
+
+    def add(self, table: pa.Table) -> list[tuple[str, int]]:
+        """Take rows (with FILE and ROW columns); returns (name, rows) of the parts this committed."""
+        done, new_rows = [], 0
+        for index in np.unique(table.column(FILE).to_numpy()).tolist():
+            if index in self.committed:
+                continue  # a re-executed block of a file already written: nothing new in it
+            rows = table.filter(pc.equal(table.column(FILE), index))
+            file = self.files[index]
+            pending = self.open.setdefault(index, _FileRows(file.rows))
+            before = int(pending.seen.sum())
+            complete = pending.add(rows)
+            new_rows += int(pending.seen.sum()) - before
+            if complete:
+                done.append((self.parts.write(file, pending.table()), file.rows))
+                del self.open[index]
+                self.committed.add(index)
+        if new_rows:
+            self.progress.append((time.time(), new_rows))
+        return done
+
+    def check_complete(self) -> None:
+        """Raise if a file whose rows began to arrive did not get all of them (no part was written)."""
+        if self.open:
+            index, pending = next(iter(self.open.items()))
+            file = self.files[index]
+            raise RuntimeError(f"{len(self.open)} input files got only some of their rows (e.g. {file.path}: "
+                               f"{int(pending.seen.sum())} of {file.rows}); their parts were not written")
+
+
+def _serialize(table: pa.Table, metadata: dict[bytes, str]) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata}), sink)
+    return sink.getvalue()
+
+
+def _put(fs: pafs.FileSystem, path: str, data: pa.Buffer) -> None:
+    # One write of the finished bytes, then close: an upload never completes half a part.
+    with fs.open_output_stream(path) as out:
+        out.write(data)

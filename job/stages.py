@@ -1,0 +1,147 @@
+"""The two stages of every job, as plain callables the engines wrap.
+
+- ``Preprocess``: an input file (or a record batch) -> ``PixelBatch`` (decoded on the CPU) or
+  ``EncodedBatch`` (``--decode gpu``: the bytes, decoded on the model's device).
+- ``Classify``: either batch -> the output rows (``job.rows``), dispatched by the batch's type.
+Ray wraps each in an actor pool, Spark calls both in one Arrow UDF, SageMaker's handler calls
+both per request, the local baseline calls them in DataLoader workers and the main process.
+State (the model) lives in ``__init__``: built once per worker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from job.config import JobConfig, default_batch_size
+from job.errors import JobError
+from job.parts import positions, with_position
+from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
+from job.rows import prediction_table
+from job.timeline import DEVICE_SECONDS
+from preprocess import preprocess_batch
+from preprocess.transform import EvalSize
+
+EVAL_SIZE = EvalSize()  # ResNet50's eval recipe: resize the shorter side to 256, centre-crop 224
+
+
+@dataclass
+class PixelBatch:
+    """Rows decoded, resized and cropped on a CPU."""
+
+    ids: list[str]
+    pixels: np.ndarray  # (N, crop, crop, 3) uint8; zeros where errors[i] is set
+    errors: list[str | None]  # None: ready for the model; else why not (the row's output error)
+    files: np.ndarray | None = None  # (N,) int32: each row's input file (index in the plan); None: no parts (SageMaker)
+    rows: np.ndarray | None = None  # (N,) int64: each row's position in its file
+
+
+@dataclass
+class EncodedBatch:
+    """Rows left encoded, for ``--decode gpu``: decoded and resized on the model's device."""
+
+    ids: list[str]
+    cells: list[bytes | None]  # the image column as it was read
+    files: np.ndarray | None = None
+    rows: np.ndarray | None = None
+
+
+Batch = PixelBatch | EncodedBatch
+
+
+class Preprocess:
+    """Decode, resize and crop the image column, or hand it on encoded (``--decode gpu``)."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+        self.size = EVAL_SIZE
+
+    def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
+        """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position."""
+        for start, ids, records in read_planned(plan, index, batch_rows):
+            files, rows = positions(index, start, len(ids))
+            yield self(ids, records, files, rows)
+
+    def __call__(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None = None,
+                 rows: np.ndarray | None = None) -> Batch:
+        if self.config.decode == "gpu":
+            return EncodedBatch(ids, image_cells(records.column(self.config.image_column), raw=False), files, rows)
+        raw = self._raw(records)
+        cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
+        out = preprocess_batch(cells, self.size, raw_shapes=raw, max_pixels=self.config.max_pixels)
+        return PixelBatch(ids, out.pixels, out.errors, files, rows)
+
+    def _raw(self, records: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
+        if self.config.raw_shape is not None:
+            return [self.config.raw_shape] * records.num_rows
+        if all(c in records.schema.names for c in SHAPE_COLUMNS):
+            return list(zip(*(records.column(c).to_pylist() for c in SHAPE_COLUMNS)))
+        return None
+
+
+class Classify:
+    """Run the model on the rows that decoded and build their output rows."""
+
+    def __init__(self, config: JobConfig, gpu_ids: list[int] | None = None) -> None:
+        # Imported here: the CPU stage (Preprocess) must not pay for torch in every decoder process.
+        from inference import Predictor, choose_device, load_model
+
+        self.config = config
+        device = choose_device(gpu_ids)
+        model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
+        self.size = model.eval_size
+        self.batch_size = default_batch_size(config, device.type == "cuda")
+        self.predictor = Predictor(model, device, config.precision, config.topk, compile=config.compile,
+                                   batch_size=self.batch_size)
+
+    def __call__(self, batch: Batch) -> pa.Table:
+        """The output rows of ``batch``, with its input files and positions when it has them, and
+        the model's time spread over its rows (``DEVICE_SECONDS``: the job's device busy figure)."""
+        started = time.perf_counter()
+        if isinstance(batch, EncodedBatch):
+            table = self._classify_encoded(batch.ids, batch.cells)
+        else:
+            table = self._classify_pixels(batch.ids, batch.pixels, batch.errors)
+        seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
+        table = table.append_column(DEVICE_SECONDS, pa.array(seconds, pa.float64()))
+        return table if batch.files is None else with_position(table, batch.files, batch.rows)
+
+    def _classify_pixels(self, ids: Sequence[str], pixels: np.ndarray, errors: Sequence[str | None]) -> pa.Table:
+        ok = np.array([e is None for e in errors], dtype=bool)
+        predictions = self.predictor(pixels[ok] if not ok.all() else pixels)
+        return prediction_table(ids, errors, predictions)
+
+    def _classify_encoded(self, ids: Sequence[str], cells: Sequence[bytes | None]) -> pa.Table:
+        from preprocess.gpu_decode import preprocess_on_device
+
+        batch = preprocess_on_device(cells, self.predictor.device, self.size, max_pixels=self.config.max_pixels)
+        ok = [i for i, e in enumerate(batch.errors) if e is None]
+        pixels = batch.pixels if len(ok) == len(cells) else batch.pixels[ok]
+        return prediction_table(ids, batch.errors, self.predictor(pixels))
+
+
+def image_cells(column: pa.ChunkedArray | pa.Array, *, raw: bool) -> list:
+    """The image column as Python cells: bytes for encoded images, uint8 arrays for raw lists."""
+    type_ = column.type.storage_type if isinstance(column.type, pa.ExtensionType) else column.type
+    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
+        return column.to_pylist()
+    if raw and (pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_)):
+        return _list_cells(column)
+    raise JobError(f"image column has type {column.type}; expected binary image bytes, or a uint8 list with --raw-shape")
+
+
+def _list_cells(column: pa.ChunkedArray | pa.Array) -> list[np.ndarray | None]:
+    """Zero-copy uint8 views of each list cell (raw pixels), None for null cells."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if pa.types.is_fixed_size_list(array.type):
+        array = array.cast(pa.list_(array.type.value_type))
+    offsets = array.offsets.to_numpy()
+    values = array.values.to_numpy(zero_copy_only=False)
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    return [values[offsets[i] : offsets[i + 1]] if valid[i] else None for i in range(len(array))]

@@ -1,0 +1,98 @@
+"""The Ray side of a job: the session it runs in, and how big each actor pool is.
+
+``RaySession`` starts (or joins) Ray in the main thread while the driver plans the input in
+another (``job.driver.run_job``'s ``start_engine``), and shuts down only a Ray it started.
+``plan_scaling`` sizes both pools from the cluster: the predictor pool fixed (one actor per
+GPU), the preprocessing pool started at its planned size rather than ramped up from one actor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import ray
+
+from job.config import JobConfig, default_batch_size
+from job.errors import JobError
+from storage import StorageError
+
+T = TypeVar("T")
+RESERVED_CPUS = 1  # CPUs left free for the driver, which writes the parts
+
+
+class RaySession:
+    """``with RaySession(address):`` Ray for this job: a notebook's or test's, a cluster, or a new local one."""
+
+    def __init__(self, address: str | None) -> None:
+        self.address = address
+        self.owned = False
+
+    def __enter__(self) -> RaySession:
+        if not ray.is_initialized():  # a notebook or test may have started Ray already
+            ray.init(address=self.address, logging_level="WARNING")
+            self.owned = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned:
+            ray.shutdown()
+
+    @staticmethod
+    def unwrap_errors(run: Callable[[], T]) -> T:
+        """``run()``, with a worker's user-fixable error re-raised as itself, one line.
+
+        Ray re-raises a task's exception as a ``RayTaskError`` subclassing its class, whose text
+        is the worker's traceback; ``cause`` is the original, to which Ray Data appends retry hints.
+        """
+        try:
+            return run()
+        except ray.exceptions.RayTaskError as e:
+            if isinstance(e.cause, (StorageError, JobError)):
+                raise type(e.cause)(str(e.cause).splitlines()[0]) from e
+            raise
+
+
+@dataclass(frozen=True)
+class Scaling:
+    gpus: int  # GPUs in the cluster; 0: the predictor runs on CPU
+    classify_actors: int
+    preprocess_actors: int  # the preprocessing pool's maximum
+    preprocess_initial: int  # ... and the size it starts at
+    batch_size: int
+
+    def preprocess_pool(self) -> ray.data.ActorPoolStrategy:
+        """Started at its planned size (Ray Data grows a pool one actor a step from min_size)."""
+        return ray.data.ActorPoolStrategy(min_size=1, max_size=self.preprocess_actors, initial_size=self.preprocess_initial)
+
+    def classify_pool(self) -> ray.data.ActorPoolStrategy:
+        """A fixed pool: GPU pools autoscaling from 1 have been seen stuck at 1 (ray#59144).
+
+        On GPUs each actor runs two calls at once, each on its own CUDA stream (see
+        ``inference.predictor``): one batch's copy to the device and readback overlap the
+        other's compute, and Ray's batching of the next input overlaps both.
+        """
+        if not self.gpus:
+            return ray.data.ActorPoolStrategy(size=self.classify_actors)
+        return ray.data.ActorPoolStrategy(size=self.classify_actors, max_concurrent_calls_per_actor=2,
+                                          enable_true_multi_threading=True)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def plan_scaling(config: JobConfig, gpu_actors: int | None, cpu_actors: int | None, files: int) -> Scaling:
+    """Size both actor pools from the cluster (or the options) and the number of input files."""
+    resources, available = ray.cluster_resources(), ray.available_resources()
+    gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+    classify = gpu_actors or max(gpus, 1)
+    # A file is the unit of work: a decoder more than there are files would only idle.
+    preprocess = min(cpu_actors or max(1, cpus - classify - RESERVED_CPUS), max(files, 1))
+    # What fits now; an autoscaling cluster grows the pool towards the maximum as nodes join.
+    initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
+    if gpus == 0:
+        print(f"no GPU in the Ray cluster: the predictor runs on CPU ({classify} actor)", file=sys.stderr)
+    return Scaling(gpus, classify, preprocess, initial, default_batch_size(config, gpus > 0))

@@ -1,0 +1,53 @@
+"""The import arrows run one way: commands -> engines -> job core -> inference / preprocess / storage.
+
+Read from the source (every import statement, also inside functions), so a new module is
+held to it the day it is written; and in a fresh process for what a CPU worker loads.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ENGINES = {"ray", "pyspark", "boto3", "botocore.client", "sagemaker"}
+# Each core package and the packages of ours it may import.
+LAYERS = {
+    "storage": {"storage"},
+    "preprocess": {"preprocess"},
+    "inference": {"inference", "preprocess", "storage"},
+    "job": {"job", "inference", "preprocess", "storage"},
+}
+OURS = {"storage", "preprocess", "inference", "job", "runners", "tests", "benchmarks"}
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+    return modules
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_the_core_imports_no_engine_and_nothing_above_it(package):
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for module in imported_modules(path):
+            top = module.split(".")[0]
+            assert not any(module == e or module.startswith(e + ".") for e in ENGINES), f"{path}: imports {module}"
+            assert top not in OURS or top in LAYERS[package], f"{path}: imports {module}, a layer above {package}"
+
+
+def test_a_cpu_worker_loads_no_torch():
+    """What a Ray decoder process imports to run ``RayPreprocess``: Pillow and numpy, never torch."""
+    code = ("import sys, runners.ray_job, job.stages, preprocess; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
