@@ -101,5 +101,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return run_job("local", config_from_args(args), lambda job: run_locally(job, args.workers, args.start_method))
 
 
+def cli() -> int:
+    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
+    return run_main(main, interrupted_hint=RESUME_HINT)
+
+
 if __name__ == "__main__":
-    sys.exit(run_main(main, interrupted_hint=RESUME_HINT))
+    sys.exit(cli())

@@ -153,5 +153,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return run_job("ray", config, lambda job: run_on_ray(job, args, session), packages=("ray",), start_engine=session)
 
 
+def cli() -> int:
+    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
+    return run_main(main, interrupted_hint=RESUME_HINT)
+
+
 if __name__ == "__main__":
-    sys.exit(run_main(main, interrupted_hint=RESUME_HINT))
+    sys.exit(cli())

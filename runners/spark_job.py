@@ -216,5 +216,10 @@ def _asks_for_gpus() -> bool:
     return active is not None and active.conf.get("spark.task.resource.gpu.amount", None) is not None
 
 
+def cli() -> int:
+    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
+    return run_main(main, interrupted_hint=RESUME_HINT)
+
+
 if __name__ == "__main__":
-    sys.exit(run_main(main, interrupted_hint=RESUME_HINT))
+    sys.exit(cli())
