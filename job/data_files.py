@@ -1,0 +1,65 @@
+"""Which files under an input prefix are data: the listing every plan starts from.
+
+``list_data_files(location)`` lists the prefix recursively (Hive-style partition folders such
+as ``date=2026-11-01/part-0.parquet`` are read; their keys are not needed, every row has its
+id) and keeps what a Parquet reader would read. It skips what writers leave beside the data,
+by the convention Spark, Hive and pyarrow.dataset share: any file or folder whose name starts
+with ``_`` or ``.`` (``_SUCCESS``, ``_committed_*``, ``_started_*``, ``_temporary/``,
+``.part-0.parquet.crc``, ``.hive-staging*``), and ``*.crc`` / ``*.json`` companions. Any other
+file is taken as data and must be Parquet: the footer check refuses it by name rather than
+dropping rows nobody asked to drop.
+
+A folder holding a table log (``_delta_log/``, ``_spark_metadata/``) is refused: such a folder
+also holds files the table has removed or a failed batch left, so its files are not the
+table. The listing is a snapshot: files added after it are not part of this run.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import pyarrow.fs as pafs
+
+from job.errors import JobError
+from storage import Location, require_bucket, storage_errors
+
+COMPANION_SUFFIXES = (".crc", ".json")  # checksums and writers' metadata, never Parquet data
+# Folder name -> what it means; the files beside such a log are not the table.
+TABLE_LOGS = {
+    "_delta_log": "a Delta table (_delta_log/): its folder also holds files the table has deleted",
+    "_spark_metadata": "a Spark streaming output (_spark_metadata/): files of failed batches may sit beside the committed ones",
+}
+
+
+def list_data_files(location: Location) -> list[str]:
+    """The data files under ``location`` (paths inside its filesystem), sorted; raise JobError if none."""
+    with storage_errors(location.uri):
+        info = location.filesystem.get_file_info(location.path)
+        if info.type == pafs.FileType.File:
+            return [location.path]
+        if info.type == pafs.FileType.NotFound:
+            require_bucket(location, "--input")
+            raise JobError(f"{location.uri}: no such file or prefix; check --input")
+        infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
+    relative = {i.path: posixpath.relpath(i.path, location.path) for i in infos}
+    _refuse_table_logs(location, relative.values())
+    paths = sorted(i.path for i in infos if i.type == pafs.FileType.File and is_data_file(relative[i.path]))
+    if not paths:
+        raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input")
+    return paths
+
+
+def is_data_file(relative_path: str) -> bool:
+    """Whether a file (its path relative to the input prefix) is data rather than a writer's companion."""
+    parts = relative_path.split("/")
+    hidden = any(part.startswith(("_", ".")) for part in parts)
+    return not hidden and not parts[-1].endswith(COMPANION_SUFFIXES)
+
+
+def _refuse_table_logs(location: Location, relative_paths) -> None:
+    for relative in relative_paths:
+        for log, meaning in TABLE_LOGS.items():
+            if log in relative.split("/"):
+                where = location.uri_of(location.join(relative.split(log)[0].rstrip("/"))).rstrip("/")
+                raise JobError(f"{where}: is {meaning}, so reading every Parquet file in it would run rows that are "
+                               "not in the table; point --input at a Parquet export of the table")

@@ -1,0 +1,109 @@
+"""Check the input as a whole before any image is decoded: footers agree, ids are unique.
+
+Use ``check_dataset`` once on the driver, on the files ``job.data_files.list_data_files``
+found. It reads every file's footer (in parallel: schema and row count), holds every file's
+columns against the first file with rows (``job.columns``), drops files without rows, applies
+``--limit``, and reads the id column of the files to run (``job.unique_ids``). Each problem is
+refused with one ``JobError`` line naming the file, the value and the fix, so nothing a footer
+or the id column can tell reaches a worker as a traceback or the end of a night as a failure.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from job.columns import Footer, InputColumns, check_columns
+from job.errors import JobError
+from job.unique_ids import check_unique_ids
+from storage import Location, storage_errors
+
+# Footers are small; reading many at once hides S3 latency when planning thousands of files.
+FOOTER_READ_THREADS = 32
+
+
+@dataclass(frozen=True)
+class DatasetReport:
+    files: tuple[tuple[str, int], ...]  # (path, rows to read) of the files to run, in order; --limit applied
+    columns: InputColumns  # the id column (or None: "<file name>:<row>" ids), shape columns, how ids hash
+    empty: tuple[str, ...]  # files with no rows (0 bytes, or a Parquet file of 0 rows): nothing to run
+    ids_checked: int | None  # non-null ids found unique; None when the id check was skipped or ids are positional
+
+    @property
+    def rows(self) -> int:
+        return sum(rows for _, rows in self.files)
+
+
+def check_dataset(
+    location: Location,
+    paths: Sequence[str],
+    *,
+    image_column: str,
+    id_column: str,
+    raw_shape: tuple[int, int, int] | None,
+    limit: int | None = None,
+    check_ids: bool = True,
+) -> DatasetReport:
+    """Refuse what the footers and the id column show to be wrong (JobError, one line); see the module docstring."""
+    footers = read_footers(location, paths)
+    with_rows = [f for f in footers if f.rows > 0]
+    if not with_rows:
+        raise JobError(f"{location.uri}: the input has no rows; nothing to do")
+    columns = check_columns(location, with_rows, image_column=image_column, id_column=id_column, raw_shape=raw_shape)
+    files = take_rows([(f.path, f.rows) for f in with_rows], limit)
+    ids_checked = None
+    if columns.id_column is None:
+        _require_distinct_names(location, [path for path, _ in files])
+    elif check_ids:
+        ids_checked = check_unique_ids(location, files, columns.id_column, columns.ids_as_text)
+    empty = tuple(f.path for f in footers if f.rows == 0)
+    return DatasetReport(tuple(files), columns, empty, ids_checked)
+
+
+def read_footers(location: Location, paths: Sequence[str]) -> list[Footer]:
+    """Every file's schema and row count, in the order given; a 0-byte file counts as 0 rows."""
+
+    def footer(path: str) -> Footer:
+        with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
+            if f.size() == 0:  # an empty object (a writer's placeholder, an aborted upload): no rows, no schema
+                return Footer(path, 0, pa.schema([]))
+            try:
+                metadata = pq.ParquetFile(f).metadata
+            except pa.ArrowInvalid as e:
+                raise JobError(f"{location.uri_of(path)}: not a Parquet file ({e}); move it out of --input, or "
+                               "rename it to start with '_' or '.' so readers skip it") from e
+        return Footer(path, metadata.num_rows, metadata.schema.to_arrow_schema())
+
+    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(paths)))) as pool:
+        return list(pool.map(footer, paths))
+
+
+def take_rows(files: list[tuple[str, int]], limit: int | None) -> list[tuple[str, int]]:
+    """The files and rows to run: all of them, or the first ``limit`` rows in file order."""
+    taken, remaining = [], limit
+    for path, rows in files:
+        take = rows if remaining is None else min(rows, remaining)
+        if take > 0:
+            taken.append((path, take))
+        if remaining is not None:
+            remaining -= take
+            if remaining <= 0:
+                break
+    return taken
+
+
+def _require_distinct_names(location: Location, paths: list[str]) -> None:
+    """Positional ids are "<file name>:<row>": two files of one name (in two partition folders) repeat them."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        name = posixpath.basename(path)
+        if name in seen:
+            raise JobError(f"ids would repeat: the files have no id column, so each row's id is '<file name>:<row>', and "
+                           f"{location.uri_of(seen[name])} and {location.uri_of(path)} share the name {name!r}; add a "
+                           "unique id column to the files (--id-column), or give the files distinct names")
+        seen[name] = path

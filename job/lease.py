@@ -1,0 +1,171 @@
+"""One run per output prefix at a time: a lease object, ``<output>/_lease.json``, that a run renews.
+
+Schedulers retry and double-fire; two runs of one nightly job into one prefix must not
+interleave. The driver takes the lease before it looks at the output prefix and holds it to the
+manifest::
+
+    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), ttl_s, take_over_expired=config.resume)
+    with lease.held():  # renews every ttl/3 in a thread; releases at the end, whatever happened
+        ...plan the output, run, verify...
+        lease.check()  # still ours: nobody took it over while this run stalled
+        ...write the manifest...
+
+The lease is written only by conditional writes (``storage.conditional``): created only where
+none exists (S3 ``If-None-Match: *``, a local exclusive create), renewed and taken over only
+from the version its writer read (S3 ``If-Match``), so of two runs racing, exactly one wins.
+A second run is refused in one line naming the holder and when its lease expires. A crashed run
+stops renewing; once its lease expired, ``--resume`` (``take_over_expired``) replaces it. Expiry
+is wall-clock time: hosts' clocks must agree to well within the TTL (NTP gives milliseconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+from job.errors import JobError
+from storage import Location, StorageError
+from storage.conditional import create_exclusive, delete_if, read_versioned, replace_if
+
+LEASE_NAME = "_lease.json"
+# A crashed run blocks --resume this long; a live one renews every third of it, so it survives
+# two renewals lost to an S3 outage before anyone may take its prefix.
+DEFAULT_TTL_S = 300.0
+
+
+@dataclass(frozen=True)
+class LeaseOwner:
+    run_id: str
+    host: str
+    pid: int
+
+    @classmethod
+    def this_process(cls, run_id: str) -> LeaseOwner:
+        return cls(run_id, socket.gethostname(), os.getpid())
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on {self.host} (pid {self.pid})"
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """What ``_lease.json`` holds."""
+
+    owner: LeaseOwner
+    acquired_at: float  # Unix seconds
+    expires_at: float  # Unix seconds; renewals move it
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({**asdict(self), "expires": _when(self.expires_at)}, indent=2).encode()
+
+    @classmethod
+    def from_bytes(cls, uri: str, data: bytes) -> LeaseRecord:
+        try:
+            raw = json.loads(data)
+            return cls(LeaseOwner(**raw["owner"]), float(raw["acquired_at"]), float(raw["expires_at"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise JobError(f"{uri}: not a lease this job wrote ({e}); if no run is writing this output, delete it") from e
+
+
+class OutputLease:
+    """A held lease on an output prefix; made by ``acquire``."""
+
+    def __init__(self, location: Location, record: LeaseRecord, version: str, ttl_s: float) -> None:
+        self.location, self.record, self.version, self.ttl_s = location, record, version, ttl_s
+        self.path = location.join(LEASE_NAME)
+        self.uri = location.uri_of(self.path)
+        self._lost: JobError | None = None  # set by a renewal that found the lease taken over
+
+    @classmethod
+    def acquire(cls, location: Location, owner: LeaseOwner, ttl_s: float = DEFAULT_TTL_S, *,
+                take_over_expired: bool = False) -> OutputLease:
+        """Take the lease on ``location``, or raise JobError naming the run that holds it and when it expires."""
+        if ttl_s <= 0:
+            raise ValueError(f"lease TTL must be positive, got {ttl_s}")
+        path = location.join(LEASE_NAME)
+        while True:
+            record = _new_record(owner, ttl_s)
+            version = create_exclusive(location, path, record.to_bytes())
+            if version is not None:
+                return cls(location, record, version, ttl_s)
+            current = read_versioned(location, path)
+            if current is None:
+                continue  # released between our create and our read: try again
+            holder = LeaseRecord.from_bytes(location.uri_of(path), current[0])
+            _refuse_unless_expired(location.uri_of(path), holder, take_over_expired)
+            version = replace_if(location, path, record.to_bytes(), current[1])
+            if version is not None:
+                return cls(location, record, version, ttl_s)
+            # Another resumer replaced it first: the loop reads the new holder and refuses.
+
+    def renew(self) -> None:
+        """Move the expiry ``ttl_s`` ahead; raise JobError if another run took the lease over."""
+        record = LeaseRecord(self.record.owner, self.record.acquired_at, time.time() + self.ttl_s)
+        version = replace_if(self.location, self.path, record.to_bytes(), self.version)
+        if version is None:
+            raise self._lost_error()
+        self.record, self.version = record, version
+
+    def check(self) -> None:
+        """Raise JobError unless this run still holds the lease (call it before writing the manifest)."""
+        current = read_versioned(self.location, self.path)
+        if self._lost is not None or current is None or current[1] != self.version:
+            raise self._lost or self._lost_error()
+
+    def release(self) -> bool:
+        """Delete the lease if it is still this run's; False when it no longer was."""
+        return delete_if(self.location, self.path, self.version)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[OutputLease]:
+        """Renew every ttl/3 while the block runs; release after it, whether it succeeded or failed."""
+        stop = threading.Event()
+        renewer = threading.Thread(target=self._renew_until, args=(stop,), name="output-lease", daemon=True)
+        renewer.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            renewer.join()
+            self.release()
+
+    def _renew_until(self, stop: threading.Event) -> None:
+        while not stop.wait(self.ttl_s / 3):
+            try:
+                self.renew()
+            except StorageError:
+                continue  # the store is unreachable now; the next tick tries again, well before expiry
+            except JobError as e:
+                self._lost = e
+                return
+
+    def _lost_error(self) -> JobError:
+        current = read_versioned(self.location, self.path)
+        holder = "nobody (it was deleted)" if current is None else str(LeaseRecord.from_bytes(self.uri, current[0]).owner)
+        return JobError(f"{self.uri}: this run ({self.record.owner}) lost its lease on the output; it is now held by "
+                        f"{holder}; no manifest is written by this run")
+
+
+def _new_record(owner: LeaseOwner, ttl_s: float) -> LeaseRecord:
+    now = time.time()
+    return LeaseRecord(owner, now, now + ttl_s)
+
+
+def _refuse_unless_expired(uri: str, holder: LeaseRecord, take_over_expired: bool) -> None:
+    left = holder.expires_at - time.time()
+    if left > 0:
+        raise JobError(f"{uri}: another run is writing this output: {holder.owner} holds its lease until "
+                       f"{_when(holder.expires_at)} ({left:.0f} s from now); wait for it, or choose another --output")
+    if not take_over_expired:
+        raise JobError(f"{uri}: {holder.owner} held this output's lease until {_when(holder.expires_at)} and stopped "
+                       "renewing it (it crashed?); pass --resume to take over and finish its work")
+
+
+def _when(unix_s: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_s))
