@@ -36,12 +36,13 @@ def main(argv: list[str] | None = None) -> dict:
         "images": manifest["counts"]["rows_out"],
         "seconds": manifest["seconds"],
         "images_per_sec": manifest["images_per_sec"],
+        **manifest["timeline"],  # startup_seconds, steady_images_per_sec, device_busy_fraction
         "job_args": job_args,
         "note": args.note,
         "config": manifest["config"],
         "hardware": manifest["hardware"],
         "versions": manifest["versions"],
-        **{k: manifest[k] for k in ("scaling",) if k in manifest},
+        "settings": manifest["settings"],
     }
     append_result("jobs", row)
     print(f"{args.engine}: {row['images']} images in {row['seconds']:.1f} s = {row['images_per_sec']:.1f} images/s")

@@ -2,29 +2,15 @@
 
     python -m runners.spark_job --input s3://bucket/images/ --output s3://bucket/preds/
 
-The driver plans the input files and builds a DataFrame of their indices, one row per file,
-spread over ``--partitions`` tasks. Executors read Parquet through pyarrow (no hadoop-aws
-jars, so S3 works on any Spark), preprocess, classify and commit one part per input file
-(written whole, then made visible; a retried attempt rewrites the same part); the shared
-driver then verifies every part and writes the manifest. With an active SparkSession
-(Databricks, a notebook) the job uses it; otherwise it starts one on ``--master``, by
-default ``local[*,4]``: plain ``local[*]`` never retries a failed task
-(``spark.task.maxFailures`` is 1 in local mode), so a killed Python worker would fail the
-job; ``local[N,F]`` allows F attempts, and 4 is the cluster default.
-
-``--udf iterator`` (default) is one ``mapInArrow`` stage: read -> preprocess -> classify ->
-write, with the model cached per Python worker (Spark reuses workers), optionally reading
-ahead in a thread (``--prefetch``). We chose ``mapInArrow`` over an iterator-of-Series
-``pandas_udf`` or ``predict_batch_udf`` because it loads the model once as they do, but also
-keeps Arrow end to end (no pandas round trip of 150 KB pixel cells), needs no intermediate
-pixel column in the JVM, and lets the task write its own output, which S3 without s3a needs.
-``--udf series`` runs the reference benchmark's Series pandas UDF, which builds the model on
-every Arrow batch: it is there to measure that cost, not to use.
-
-GPUs: give each task one GPU and the job uses the address Spark assigned it, e.g.
-``--conf spark.executor.resource.gpu.amount=1 --conf spark.task.resource.gpu.amount=1
---conf spark.executor.resource.gpu.discoveryScript=/opt/getGpusResources.sh``
-(Databricks GPU clusters set these). Without them the model runs on CPU. See docs/SPARK.md.
+A DataFrame of the planned input files' indices, one row per file, over ``--partitions``
+tasks; each task reads its files through pyarrow (no hadoop-aws jars, so S3 works on any
+Spark), preprocesses, classifies and commits one part per input file (a retried attempt
+rewrites the same part). ``--udf iterator`` (default): one ``mapInArrow`` stage, the model
+cached per Python worker; ``--udf series``: the reference benchmark's Series pandas UDF,
+which rebuilds the model every batch, kept to measure that cost. With an active
+SparkSession (Databricks, a notebook) the job uses it; otherwise it starts one on
+``--master``, by default ``local[*,4]`` (plain ``local[*]`` never retries a task). Why
+``mapInArrow``, and how to give tasks GPUs: docs/SPARK.md.
 """
 
 from __future__ import annotations
@@ -83,7 +69,7 @@ def get_spark_args_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool]:
+def get_session(master: str | None) -> tuple[SparkSession, bool]:
     """The active session (Databricks, notebooks, tests), else a new one; and whether we own it."""
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -96,13 +82,7 @@ def get_session(master: str | None, batch_size: int) -> tuple[SparkSession, bool
         # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
         # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the JVM.
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        builder.master(master)
-        .appName("streaming-batch-inference")
-        # Arrow batches of one model batch: the Series UDF then sees what the benchmark saw.
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
-        .getOrCreate()
-    )
+    session = builder.master(master).appName("streaming-batch-inference").getOrCreate()
     # Progress and the summary, not the JVM's INFO wall.
     session.sparkContext.setLogLevel("ERROR")
     return session, True
@@ -167,18 +147,18 @@ def storage_error_of(error: PythonException) -> StorageError | None:
 
 
 class SparkSessionFor:
-    """``with SparkSessionFor(master, config):`` the active session, else a new one stopped on exit.
+    """``with SparkSessionFor(master):`` the active session, else a new one, stopped on exit.
 
     Entered while the driver plans the input (``job.driver.run_job``): the JVM starts meanwhile.
     """
 
-    def __init__(self, master: str | None, batch_size: int) -> None:
-        self.master, self.batch_size = master, batch_size
+    def __init__(self, master: str | None) -> None:
+        self.master = master
         self.session: SparkSession | None = None
         self.owned = False
 
     def __enter__(self) -> SparkSessionFor:
-        self.session, self.owned = get_session(self.master, self.batch_size)
+        self.session, self.owned = get_session(self.master)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -186,12 +166,17 @@ class SparkSessionFor:
             self.session.stop()
 
     def batch_size_for(self, config: JobConfig) -> int:
-        """The model batch: GPU-sized when Spark gives each task a GPU."""
+        """The model batch: GPU-sized when Spark gives each task a GPU (read from the session, once it runs)."""
         gpus = self.session.conf.get("spark.task.resource.gpu.amount", None)
         if gpus is None:
             print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
                   file=sys.stderr)
-        return default_batch_size(config, has_gpu=gpus is not None)
+        batch_size = default_batch_size(config, has_gpu=gpus is not None)
+        if self.owned:
+            # Arrow batches of one model batch (a runtime SQL setting): the Series UDF then sees what
+            # the benchmark saw. A session the user made keeps the user's setting.
+            self.session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
+        return batch_size
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -200,20 +185,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     config = config_from_args(args)
     if args.udf == "series" and config.decode == "gpu":
         raise JobError("--udf series reproduces the reference benchmark's CPU decode; --decode gpu needs --udf iterator")
-    # Arrow batches of one model batch: the Series UDF then sees what the benchmark saw. The
-    # session is made before its GPU settings can be read, so size them for a GPU when asked to.
-    session = SparkSessionFor(args.master, default_batch_size(config, has_gpu=_asks_for_gpus()))
+    session = SparkSessionFor(args.master)
 
     def execute(job: PreparedJob) -> EngineRun:
         return run(session.session, job, args, session.batch_size_for(job.config))
 
     return run_job("spark", config, execute, packages=("pyspark",), start_engine=session)
-
-
-def _asks_for_gpus() -> bool:
-    """Whether the active session (Databricks, a notebook) gives each task a GPU; a new local one does not."""
-    active = SparkSession.getActiveSession()
-    return active is not None and active.conf.get("spark.task.resource.gpu.amount", None) is not None
 
 
 def cli() -> int:

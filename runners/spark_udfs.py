@@ -82,15 +82,23 @@ def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[Ba
 def prefetched(items: Iterator, depth: int) -> Iterator:
     """Run ``items`` in a thread, ``depth`` items ahead (decode overlaps the model); 0: inline.
 
-    An exception in the thread is re-raised here, after the items before it: no row is lost
-    silently, and a failed read fails the task (which Spark retries).
+    The thread starts at once, not at the first ``next``: the first file is read and decoded
+    while the caller loads its model. An exception in the thread is re-raised in the caller,
+    after the items before it: no row is lost silently, and a failed read fails the task
+    (which Spark retries).
     """
     if depth == 0:
-        yield from items
-        return
+        return iter(items)
     slots: queue.Queue = queue.Queue(maxsize=depth)
-    stop, done = threading.Event(), object()
+    stop = threading.Event()
+    threading.Thread(target=_fill, args=(items, slots, stop), name="spark-prefetch", daemon=True).start()
+    return _drain(slots, stop)
 
+
+_DONE = object()
+
+
+def _fill(items: Iterator, slots: queue.Queue, stop: threading.Event) -> None:
     def put(entry: tuple) -> None:
         # Give up when the consumer has gone (its task failed): a reused worker keeps no stuck thread.
         while not stop.is_set():
@@ -99,24 +107,24 @@ def prefetched(items: Iterator, depth: int) -> Iterator:
             except queue.Full:
                 continue
 
-    def fill() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                put(("item", item))
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
-            put(("error", e))
-        else:
-            put(("item", done))
+    try:
+        for item in items:
+            if stop.is_set():
+                return
+            put(("item", item))
+    except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
+        put(("error", e))
+    else:
+        put(("item", _DONE))
 
-    threading.Thread(target=fill, name="spark-prefetch", daemon=True).start()
+
+def _drain(slots: queue.Queue, stop: threading.Event) -> Iterator:
     try:
         while True:
             kind, item = slots.get()
             if kind == "error":
                 raise item  # the reader's own error (a StorageError stays one), with its traceback
-            if item is done:
+            if item is _DONE:
                 return
             yield item
     finally:
@@ -149,8 +157,8 @@ class ReadAndClassify:
         self.spec = spec
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        classify = cached_classifier(self.spec.config)
-        batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)
+        batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)  # reading starts now...
+        classify = cached_classifier(self.spec.config)  # ...while the model loads (once per Python worker)
         yield from write_parts(self.spec, (classify(batch) for batch in batches))
 
 

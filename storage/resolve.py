@@ -2,7 +2,7 @@
 
 Use ``resolve(uri, endpoint_url)`` everywhere data is read or written. S3 goes through
 ``pyarrow.fs.S3FileSystem`` built here, because a directly built one ignores
-``AWS_ENDPOINT_URL`` (TRAPS.md): the endpoint comes from the option, then the standard
+``AWS_ENDPOINT_URL`` (only ``FileSystem.from_uri`` honours it): the endpoint comes from the option, then the standard
 ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` variables.
 """
 

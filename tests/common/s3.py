@@ -1,4 +1,4 @@
-"""moto's S3 server, bound to loopback only (TRAPS.md: it listens on 0.0.0.0 unless told)."""
+"""moto's S3 server, bound to loopback only (ThreadedMotoServer listens on 0.0.0.0 unless told)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def test_endpoint_precedence_option_then_s3_variable_then_general(monkeypatch):
 
 
 def test_aws_endpoint_url_reaches_a_real_s3_server(s3_env, s3_bucket, monkeypatch):
-    """pyarrow's S3FileSystem ignores AWS_ENDPOINT_URL by itself (TRAPS.md); ours honours it."""
+    """pyarrow's S3FileSystem ignores AWS_ENDPOINT_URL when built directly (only FileSystem.from_uri reads it); ours honours it."""
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_env)
     location = resolve(f"s3://{s3_bucket}/dir")
     with location.filesystem.open_output_stream(location.join("hello.txt")) as out:

@@ -1,0 +1,72 @@
+"""Seconds from the command to the first committed part, and to its end, of any job command.
+
+    python -m benchmarks.startup_bench --runs 3 [--vs-checkout DIR] -- python -m runners.ray_job [job options]
+
+Measured from outside the process, by watching the output directory, so it times any
+version of the project the same way (a version whose manifest has no timeline too):
+``--vs-checkout DIR`` runs the same command from another checkout (e.g. a worktree of an
+older commit), alternating with this one run by run, so both see the same machine. Each run
+gets a fresh ``--output``. Appends one JSON row per checkout to ``benchmarks/results/startup.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+from benchmarks.common import append_result
+
+POLL_SECONDS = 0.05
+
+
+def time_run(command: list[str], checkout: str) -> tuple[float, float]:
+    """(seconds to the first part-*.parquet under a fresh --output, seconds to exit) of one run."""
+    output = tempfile.mkdtemp(prefix="startup-bench-")
+    env = {**os.environ, "PYTHONPATH": checkout}
+    started, first = time.perf_counter(), None
+    process = subprocess.Popen([*command, "--output", output], cwd=checkout, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while process.poll() is None:
+        if first is None and glob.glob(os.path.join(output, "part-*.parquet")):
+            first = time.perf_counter() - started
+        time.sleep(POLL_SECONDS)
+    total = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} in {checkout} exited {process.returncode}")
+    return (first if first is not None else total), total
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--vs-checkout", help="another checkout to time the same command in, alternating")
+    parser.add_argument("--note", default="")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job command (without --output)")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    checkouts = [os.getcwd(), *([os.path.abspath(args.vs_checkout)] if args.vs_checkout else [])]
+    times: dict[str, list[tuple[float, float]]] = {c: [] for c in checkouts}
+    for _ in range(args.runs):
+        for checkout in checkouts:
+            times[checkout].append(time_run(command, checkout))
+    rows = []
+    for checkout, runs in times.items():
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+        row = {"benchmark": "startup", "command": command, "checkout": commit, "runs": len(runs),
+               "first_part_seconds": sorted(round(f, 2) for f, _ in runs),
+               "first_part_median": round(statistics.median(f for f, _ in runs), 2),
+               "total_median": round(statistics.median(t for _, t in runs), 2), "note": args.note}
+        append_result("startup", row)
+        rows.append(row)
+        print(f"{commit}: first part after {row['first_part_median']} s (runs {row['first_part_seconds']}), "
+              f"done after {row['total_median']} s (median of {len(runs)})")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
