@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -26,11 +27,13 @@ from job.cli import RESUME_HINT, config_from_args, get_args_parser, run_main
 from job.driver import EngineRun, PreparedJob, run_job
 from job.errors import JobError
 from job.parts import STAGING
-from runners.sagemaker import aws, local_transform, package, server
+from runners.sagemaker import aws, container, local_transform, package, server, wheels
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions, add_sagemaker_options, options_from_args
 from runners.sagemaker.shard import Sharding, write_shards
 from storage import Location, resolve, storage_errors
+
+SDK_PACKAGES = ("sagemaker-core", "sagemaker-pytorch-inference")  # versions the manifest records
 
 
 def get_sagemaker_args_parser() -> argparse.ArgumentParser:
@@ -71,14 +74,15 @@ def transform_local(job: PreparedJob, options: SageMakerOptions, tar_path: str, 
 
 
 def aws_target(options: SageMakerOptions) -> tuple[object, str]:
-    """The SageMaker client and serving image, found before any work so a bad region stops early."""
-    client = aws.sagemaker_client(options.region)
-    return client, options.image_uri or aws.image_uri(client.meta.region_name, options.instance_type)
+    """The SDK session and serving image, found before any work so a bad region stops early."""
+    session = aws.sagemaker_session(options.region)
+    return session, options.image_uri or container.image_uri(session.boto_region_name, options.instance_type)
 
 
 def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, staging: Location) -> dict[str, str]:
-    """Upload the model, run a transform job, wait; returns failures (none known by shard on AWS)."""
-    client, image = aws_target(options)
+    """Upload the model, run a transform job, wait, delete the run's model; returns failures
+    (none known by shard on AWS)."""
+    session, image = aws_target(options)
     model = resolve(options.model_s3_uri, job.config.s3_endpoint_url) if options.model_s3_uri else child(staging, "model.tar.gz")
     request = aws.TransformRequest(
         name=f"sbi-{job.run_id}"[:63],
@@ -86,26 +90,30 @@ def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, st
         input_uri=child(staging, "input").uri + "/",
         output_uri=child(staging, "output").uri + "/",
     )
-    aws.create_model(client, request, options, image)
-    aws.create_transform_job(client, request, options)
-    print(f"sagemaker: started transform job {request.name} on {options.instance_count} x {options.instance_type}", file=sys.stderr)
-    described = aws.wait(client, request.name, options.timeout_minutes * 60)
+    aws.create_model(session, request, options, image)
+    try:
+        aws.start_transform(session, request, options)
+        print(f"sagemaker: started transform job {request.name} on {options.instance_count} x {options.instance_type}", file=sys.stderr)
+        described = aws.wait(session.sagemaker_client, request.name, options.timeout_minutes * 60)
+    finally:
+        aws.delete_model(session, request.name)
     return {} if described["TransformJobStatus"] == "Completed" else {"*": described.get("FailureReason", "the job failed")}
 
 
-def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location) -> tuple[Sharding, dict[str, str]]:
+def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location,
+                  serving_wheels: list[Path]) -> tuple[Sharding, dict[str, str]]:
     sharding = write_shards(job.pending, child(staging, "input"), options.max_payload_mb)
     with tempfile.TemporaryDirectory(prefix="sagemaker-package-") as tmp:
-        tar_path = package.build_model_tar(job.config, tmp)
+        tar_path = package.build_model_tar(job.config, tmp, serving_wheels)
         if options.local:
             return sharding, transform_local(job, options, tar_path, sharding.shards, staging)
         return sharding, transform_aws(job, options, tar_path, staging)
 
 
-def transform_and_assemble(job: PreparedJob, options: SageMakerOptions) -> EngineRun:
+def transform_and_assemble(job: PreparedJob, options: SageMakerOptions, serving_wheels: list[Path]) -> EngineRun:
     """Shard, transform and commit the part of every pending input file."""
     staging = staging_location(job, options)
-    sharding, failures = run_transform(job, options, staging)
+    sharding, failures = run_transform(job, options, staging, serving_wheels)
     if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
         failures = {shard: failures["*"] for shard in sharding.shards}
     progress: list[tuple[float, int]] = []
@@ -128,12 +136,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_sagemaker_args_parser().parse_args(argv)
     options = options_from_args(args)  # before any planning: a bad option stops before any work
+    # The AWS container has no network: the wheels it lacks travel in the archive. Both
+    # are found before any work, so a bad region or a missing wheel stops the job early.
+    serving_wheels = [] if options.local else wheels.fetch(options.wheelhouse)
     if not options.local:
         aws_target(options)
     config = config_from_args(args)
     if config.decode == "gpu":
         raise JobError("--decode gpu is not supported by the SageMaker runner (its handler decodes on the instance's CPUs); use --decode cpu")
-    return run_job("sagemaker", config, lambda job: transform_and_assemble(job, options), packages=("boto3",))
+    return run_job("sagemaker", config, lambda job: transform_and_assemble(job, options, serving_wheels),
+                   packages=SDK_PACKAGES)
 
 
 def cli() -> int:

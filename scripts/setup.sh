@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 if ! command -v java >/dev/null 2>&1; then  # Spark's JVM
   apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless
 fi
+if ! command -v rsync >/dev/null 2>&1; then  # tests/deploy: what `ray up` uploads, as Ray's rsync call would
+  apt-get update -qq && apt-get install -y -qq rsync
+fi
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[dev]" -r requirements/deploy.txt

@@ -6,6 +6,11 @@ locals {
   databricks_count = var.enable_databricks ? 1 : 0
   job_count        = var.enable_databricks && var.create_databricks_job ? 1 : 0
 
+  # The job's code lives under the deploying identity's home, which only it (and workspace
+  # admins) may write: under /Shared any user could change what runs with the instance profile.
+  databricks_home = one(data.databricks_current_user.deployer[*].home)
+  wheel_path      = local.job_count == 0 ? null : coalesce(var.databricks_wheel_path, "/Workspace${local.databricks_home}/${var.name_prefix}/streaming_batch_inference-0.1.0-py3-none-any.whl")
+
   # The runner's command line. {{job.start_time.iso_date}} is a Databricks dynamic value
   # reference (YYYY-MM-DD of the run), so every night writes its own prefix.
   # --resume: a retry of the same night keeps the parts already committed and runs the rest.
@@ -16,6 +21,10 @@ locals {
     "--udf", "iterator",
     "--resume",
   ]
+}
+
+data "databricks_current_user" "deployer" {
+  count = local.job_count
 }
 
 # Registers the instance profile in the workspace so job clusters may use it. The workspace's
@@ -29,7 +38,7 @@ resource "databricks_instance_profile" "nodes" {
 resource "databricks_workspace_file" "spark_entry" {
   count  = local.job_count
   source = "${path.module}/../deploy/databricks/spark_entry.py"
-  path   = "/Shared/${var.name_prefix}/spark_entry.py"
+  path   = "${local.databricks_home}/${var.name_prefix}/spark_entry.py"
 }
 
 resource "databricks_job" "nightly_spark" {
@@ -69,7 +78,7 @@ resource "databricks_job" "nightly_spark" {
     }
 
     library {
-      whl = var.databricks_wheel_path
+      whl = local.wheel_path
     }
   }
 

@@ -3,7 +3,7 @@ region                = "us-west-2"
 name_prefix           = "batch-inference"
 enable_databricks     = true
 create_databricks_job = true
-databricks_wheel_path = "/Workspace/Shared/batch-inference/streaming_batch_inference-0.1.0-py3-none-any.whl"
+# databricks_wheel_path defaults to your workspace home; never /Workspace/Shared (anyone may write there).
 tags = {
   owner = "ml-platform"
 }

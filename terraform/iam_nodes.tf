@@ -102,6 +102,14 @@ data "aws_iam_policy_document" "ray_autoscaler" {
   }
 
   statement {
+    # deploy/ray/cluster.yaml's ImageId is resolve:ssm:<this public parameter>: RunInstances
+    # resolves it to the region's current Deep Learning Base AMI as the caller.
+    sid       = "ResolveDeepLearningAmi"
+    actions   = ["ssm:GetParameters", "ssm:GetParameter"]
+    resources = ["arn:${local.partition}:ssm:${local.region}::parameter${var.ray_ami_ssm_parameter}"]
+  }
+
+  statement {
     sid     = "TagAtLaunch"
     actions = ["ec2:CreateTags"]
     resources = [

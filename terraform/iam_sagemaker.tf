@@ -1,5 +1,9 @@
 # The SageMaker execution role: what a Batch Transform job of the ResNet50 model may touch.
 # Model archive and input in, predictions out, the DLC image pulled, logs and metrics written.
+# `python -m runners.sagemaker_job` stages its shards and model.tar.gz under
+# <output>/_staging/sagemaker-<run id>/ in the output bucket and has the job read them there
+# and write its .out objects beside them: so the role lists the output bucket, reads staging
+# objects, and writes (tests/deploy checks the runner's own prefixes against this policy).
 
 data "aws_iam_policy_document" "sagemaker_assume" {
   statement {
@@ -26,15 +30,23 @@ data "aws_iam_policy_document" "sagemaker" {
   }
 
   statement {
-    sid       = "ListInput"
+    # The output bucket: a transform job lists its S3Prefix input, the runner's staged shards.
+    sid       = "ListInputAndStaging"
     actions   = ["s3:ListBucket", "s3:GetBucketLocation"]
-    resources = [module.input_bucket.arn]
+    resources = [module.input_bucket.arn, module.output_bucket.arn]
   }
 
   statement {
     sid       = "ReadInput"
     actions   = ["s3:GetObject"]
     resources = ["${module.input_bucket.arn}/*"]
+  }
+
+  statement {
+    # Shards and model.tar.gz the runner staged under any <output>/_staging/ prefix.
+    sid       = "ReadRunnerStaging"
+    actions   = ["s3:GetObject"]
+    resources = ["${module.output_bucket.arn}/*_staging/*"]
   }
 
   statement {

@@ -69,6 +69,11 @@ output "ray_head_instance_profile_name" {
   value       = aws_iam_instance_profile.ray_head.name
 }
 
+output "databricks_wheel_path" {
+  description = "Where to upload the project wheel the nightly Databricks job installs (null when the job is not created here)."
+  value       = local.wheel_path
+}
+
 output "databricks_job_id" {
   description = "Id of the nightly Databricks job (null when the job is not created here); `databricks jobs run-now <id>` runs it once."
   value       = one(databricks_job.nightly_spark[*].id)

@@ -60,21 +60,21 @@ variable "weights_key" {
 }
 
 variable "sagemaker_pytorch_image_tag" {
-  description = "Tag of the AWS Deep Learning Container 'pytorch-inference' image for the SageMaker model; the registry account for the region is looked up by the provider. Use a -gpu- tag for GPU transform instances."
+  description = "Tag of the AWS Deep Learning Container 'pytorch-inference' image for the SageMaker model (torch 2.6, Python 3.12: the image the runner uses and builds its wheels for, runners/sagemaker/container.py); the registry account for the region is looked up by the provider. Use a -gpu- tag for GPU transform instances."
   type        = string
   default     = "2.6.0-gpu-py312"
-}
-
-variable "sagemaker_program" {
-  description = "Entry script inside model.tar.gz (code/<this>) that defines model_fn: the container's default model_fn loads only TorchScript."
-  type        = string
-  default     = "inference.py"
 }
 
 variable "ray_cluster_name" {
   description = "cluster_name in deploy/ray/cluster.yaml. The Ray head may only start, stop and terminate instances carrying this ray-cluster-name tag."
   type        = string
   default     = "batch-inference"
+}
+
+variable "ray_ami_ssm_parameter" {
+  description = "Public SSM parameter that deploy/ray/cluster.yaml's ImageId resolves (resolve:ssm:...): the current Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) of the region, with an NVIDIA driver for CUDA 12 and Docker with the NVIDIA container toolkit."
+  type        = string
+  default     = "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
 }
 
 variable "nightly_quartz_cron" {
@@ -120,7 +120,12 @@ variable "databricks_num_workers" {
 }
 
 variable "databricks_wheel_path" {
-  description = "Workspace or Unity Catalog volume path of the project wheel (`python -m pip wheel --no-deps -w dist .`, then `databricks fs cp` or workspace import). Installed on the job cluster as a library."
+  description = "Workspace path (/Workspace/Users/..., or a Unity Catalog volume /Volumes/...) of the project wheel (`python -m pip wheel --no-deps -w dist .`, then `databricks workspace import`). Installed on the job cluster as a library. Default: <your workspace home>/<name_prefix>/streaming_batch_inference-0.1.0-py3-none-any.whl (terraform output databricks_wheel_path). Never /Workspace/Shared: every workspace user may write there, and the job runs this code with the nodes instance profile."
   type        = string
-  default     = "/Workspace/Shared/batch-inference/streaming_batch_inference-0.1.0-py3-none-any.whl"
+  default     = null
+
+  validation {
+    condition     = var.databricks_wheel_path == null || !can(regex("^(/Workspace)?/Shared/", coalesce(var.databricks_wheel_path, "-")))
+    error_message = "databricks_wheel_path must not be under /Workspace/Shared/: every workspace user can replace a file there, and the job runs it with the nodes instance profile. Use your home (/Workspace/Users/<you>/...) or a Unity Catalog volume."
+  }
 }

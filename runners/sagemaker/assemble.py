@@ -5,7 +5,7 @@ whole shard succeeded, so a shard without one becomes error rows (every id of th
 ``error`` saying why) instead of lost rows; so does a ``.out`` whose ids differ from its
 shard's. Images that were too big to send (``FileShards.oversized``) become error rows too.
 The rows of each input file's shards are handed to ``write`` (the job's ``Parts.write``,
-which commits the file's part atomically); ``finish_job`` then verifies every part.
+which commits the file's part atomically); ``job.driver.finish_job`` then verifies every part.
 """
 
 from __future__ import annotations

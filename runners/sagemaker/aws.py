@@ -1,10 +1,13 @@
-"""The real service: CreateModel, CreateTransformJob, and wait for it, with boto3.
+"""The real service, through the SageMaker Python SDK: a model, a transform job, wait, clean up.
 
 Use for runs without ``--local``. The shards and model.tar.gz must already be on S3
-(``shard``, ``package``); afterwards ``assemble`` reads the ``.out`` objects. boto3 and not
-the ``sagemaker`` SDK: three API calls do not justify the 3.x umbrella package, and boto3 is
-what the SDK calls underneath. The client honours ``AWS_ENDPOINT_URL_SAGEMAKER`` /
-``AWS_ENDPOINT_URL`` like every AWS SDK (tests point it at moto).
+(``shard``, ``package``); afterwards ``assemble`` reads the ``.out`` objects. The SDK
+(``sagemaker.core``, part of the ``sagemaker`` 3.x umbrella) creates the model and the
+transform job (``Transformer``) and deletes the model; polling stays a plain
+DescribeTransformJob loop, because this runner prints each status change, keeps the
+``.out`` objects of a Failed job and gives up at ``--timeout-minutes``, which the SDK's
+wait does not. Clients honour ``AWS_ENDPOINT_URL_SAGEMAKER`` / ``AWS_ENDPOINT_URL`` like
+every AWS SDK (tests point them at moto).
 """
 
 from __future__ import annotations
@@ -15,44 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from job.errors import JobError
+from runners.sagemaker import container
 from runners.sagemaker.options import SageMakerOptions
-from runners.sagemaker.package import ENTRY_POINT
 from runners.sagemaker.serving.codecs import PARQUET
 
-# The official PyTorch inference images (AWS Deep Learning Containers) in the regions where
-# account 763104351884 hosts them; other regions: pass --image-uri.
-DLC_ACCOUNT = "763104351884"
-DLC_REGIONS = (
-    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "eu-west-1", "eu-west-2", "eu-west-3",
-    "eu-central-1", "eu-north-1", "ap-northeast-1", "ap-northeast-2", "ap-southeast-1", "ap-southeast-2",
-    "ap-south-1", "sa-east-1",
-)
-# torch 2.3 / py3.11: a current image that carries torchvision and pillow; pyarrow comes from code/requirements.txt.
-DLC_TAGS = {"gpu": "2.3.0-gpu-py311-cu121-ubuntu20.04-sagemaker", "cpu": "2.3.0-cpu-py311-ubuntu20.04-sagemaker"}
-GPU_FAMILIES = ("ml.g", "ml.p")
 POLL_S = 30  # DescribeTransformJob is throttled per account; every 30 s is plenty for jobs of minutes
 DONE = ("Completed", "Failed", "Stopped")
-
-
-def image_uri(region: str, instance_type: str) -> str:
-    """The PyTorch inference image for ``region`` (GPU image on ml.g*/ml.p* instances)."""
-    if region not in DLC_REGIONS:
-        raise JobError(f"no built-in PyTorch inference image for region {region!r}; pass --image-uri")
-    flavour = "gpu" if instance_type.startswith(GPU_FAMILIES) else "cpu"
-    return f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/pytorch-inference:{DLC_TAGS[flavour]}"
-
-
-def sagemaker_client(region: str | None):
-    """A SageMaker client for ``region`` (else the environment's); JobError without a region."""
-    try:
-        import boto3  # the [sagemaker] extra; only the AWS path needs it
-        from botocore.exceptions import NoRegionError
-    except ImportError as e:
-        raise JobError("the AWS path needs boto3: pip install 'streaming-batch-inference[sagemaker]'") from e
-    try:
-        return boto3.client("sagemaker", region_name=region)
-    except NoRegionError as e:
-        raise JobError("no AWS region: pass --region or set AWS_REGION") from e
+INSTALL = "pip install 'streaming-batch-inference[sagemaker]'"
 
 
 @dataclass(frozen=True)
@@ -63,32 +35,46 @@ class TransformRequest:
     output_uri: str  # s3:// prefix for the .out objects
 
 
-def create_model(client, request: TransformRequest, options: SageMakerOptions, image: str) -> None:
-    environment = {
-        "SAGEMAKER_PROGRAM": ENTRY_POINT,  # our handler, not the default inference.py
-        "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code",
-        "SAGEMAKER_REGION": client.meta.region_name,
-    }
-    container = {"Image": image, "ModelDataUrl": request.model_data_url, "Environment": environment}
-    _call("CreateModel", lambda: client.create_model(ModelName=request.name, PrimaryContainer=container, ExecutionRoleArn=options.role))
+def sagemaker_session(region: str | None):
+    """An SDK session for ``region`` (else the environment's); JobError without one."""
+    try:
+        import boto3
+        from sagemaker.core.helper.session_helper import Session
+    except ImportError as e:
+        raise JobError(f"the AWS path needs the SageMaker SDK: {INSTALL}") from e
+    boto_session = boto3.Session(region_name=region)
+    if boto_session.region_name is None:
+        raise JobError("no AWS region: pass --region or set AWS_REGION")
+    return _call("the SDK session", lambda: Session(boto_session=boto_session))
 
 
-def create_transform_job(client, request: TransformRequest, options: SageMakerOptions) -> None:
-    _call("CreateTransformJob", lambda: client.create_transform_job(
-        TransformJobName=request.name,
-        ModelName=request.name,
-        MaxConcurrentTransforms=options.max_concurrent_transforms,
-        MaxPayloadInMB=options.max_payload_mb,
-        BatchStrategy=options.batch_strategy,
-        TransformInput={
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": request.input_uri}},
-            "ContentType": PARQUET,
-            "SplitType": "None",  # Parquet cannot be split by the service; shards are sized for it
-            "CompressionType": "None",
-        },
-        TransformOutput={"S3OutputPath": request.output_uri, "Accept": PARQUET, "AssembleWith": "None"},
-        TransformResources={"InstanceType": options.instance_type, "InstanceCount": options.instance_count},
-    ))
+def create_model(session, request: TransformRequest, options: SageMakerOptions, image: str) -> None:
+    """The run's model: our archive in the PyTorch image, with no network (it needs none)."""
+    definition = {"Image": image, "ModelDataUrl": request.model_data_url,
+                  "Environment": {**container.environment(), "SAGEMAKER_REGION": session.boto_region_name}}
+    _call("CreateModel", lambda: session.create_model(request.name, role=options.role, container_defs=definition,
+                                                      enable_network_isolation=True))
+
+
+def start_transform(session, request: TransformRequest, options: SageMakerOptions) -> None:
+    """CreateTransformJob for every shard under ``input_uri``; returns once it is accepted."""
+    from sagemaker.core.transformer import Transformer
+
+    transformer = Transformer(
+        model_name=request.name, instance_count=options.instance_count, instance_type=options.instance_type,
+        strategy=options.batch_strategy, assemble_with="None", output_path=request.output_uri, accept=PARQUET,
+        max_concurrent_transforms=options.max_concurrent_transforms, max_payload=options.max_payload_mb,
+        sagemaker_session=session,
+    )
+    # SplitType None: Parquet cannot be split by the service; shards are sized for it.
+    _call("CreateTransformJob", lambda: transformer.transform(
+        request.input_uri, data_type="S3Prefix", content_type=PARQUET, split_type="None",
+        job_name=request.name, wait=False, logs=False))
+
+
+def delete_model(session, name: str) -> None:
+    """Remove the run's model; the job keeps what it needs, and models would pile up per run."""
+    _call("DeleteModel", lambda: session.delete_model(name))
 
 
 def wait(client, name: str, timeout_s: float, poll_s: float = POLL_S, sleep: Callable[[float], None] = time.sleep) -> dict:
@@ -117,7 +103,7 @@ def wait(client, name: str, timeout_s: float, poll_s: float = POLL_S, sleep: Cal
     return job
 
 
-def _call(operation: str, call: Callable[[], dict]) -> dict:
+def _call(operation: str, call: Callable[[], object]):
     """Run one API call; AWS errors become one line naming the operation and the fix."""
     from botocore.exceptions import BotoCoreError, ClientError
 

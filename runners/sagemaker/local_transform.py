@@ -70,7 +70,10 @@ def post(url: str, body: bytes, content_type: str = PARQUET) -> tuple[int, bytes
 
 
 def _reason(payload: bytes) -> str:
+    """The error of a failed request: the server's JSON ``error``, or the toolkit's first line
+    (its message; the trace follows)."""
     try:
         return str(json.loads(payload)["error"])
     except (ValueError, KeyError, TypeError):
-        return payload[:300].decode(errors="replace")
+        text = payload.decode(errors="replace").strip()
+        return (text.splitlines() or ["empty response"])[0][:300]

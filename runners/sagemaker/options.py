@@ -11,6 +11,7 @@ import argparse
 from dataclasses import dataclass
 
 from job.errors import JobError
+from runners.sagemaker.wheels import DEFAULT_WHEELHOUSE
 
 MAX_PAYLOAD_MB = 100  # Batch Transform's ceiling for MaxPayloadInMB ...
 MAX_PAYLOAD_TIMES_CONCURRENCY = 100  # ... and for MaxConcurrentTransforms x MaxPayloadInMB
@@ -32,6 +33,7 @@ class SageMakerOptions:
     image_uri: str | None = None  # default: the official PyTorch inference image for the region
     host: str = "127.0.0.1"  # --local server bind address; loopback unless asked
     timeout_minutes: int = 120  # give up waiting for the AWS job (it keeps running; stop it in the console)
+    wheelhouse: str = DEFAULT_WHEELHOUSE  # wheels for the image (pyarrow), downloaded once, shipped in model.tar.gz
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_payload_mb <= MAX_PAYLOAD_MB:
@@ -65,6 +67,9 @@ def add_sagemaker_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--image-uri", help="serving image (default: the official PyTorch inference image for the region)")
     group.add_argument("--host", default="127.0.0.1", help="--local server bind address (default: 127.0.0.1, loopback only)")
     group.add_argument("--timeout-minutes", type=int, default=120, help="stop waiting for the AWS job after this (default: 120)")
+    group.add_argument("--wheelhouse", default=DEFAULT_WHEELHOUSE,
+                       help=f"wheels the serving image lacks (pyarrow) for its Python; filled by pip download "
+                            f"when empty (default: {DEFAULT_WHEELHOUSE})")
 
 
 def options_from_args(args: argparse.Namespace) -> SageMakerOptions:
@@ -73,4 +78,5 @@ def options_from_args(args: argparse.Namespace) -> SageMakerOptions:
         max_payload_mb=args.max_payload_mb, max_concurrent_transforms=args.max_concurrent_transforms,
         batch_strategy=args.batch_strategy, model_s3_uri=args.model_s3_uri, staging_s3_uri=args.staging_s3_uri,
         region=args.region, image_uri=args.image_uri, host=args.host, timeout_minutes=args.timeout_minutes,
+        wheelhouse=args.wheelhouse,
     )

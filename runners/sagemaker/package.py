@@ -5,11 +5,13 @@ Layout (the container unpacks it into /opt/ml/model)::
     model.pth            the ResNet50 state dict (absent for --weights random)
     serving.json         the job options the handler needs (image column, topk, ...)
     code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
-    code/requirements.txt  what the container lacks (pyarrow)
     code/job/ code/preprocess/ code/inference/ code/storage/   the shared core, whole
     code/runners/sagemaker/serving/   the handler's own package
+    code/requirements.txt, code/wheels/   for AWS only: what the image lacks (pyarrow), as
+                         wheels for its Python, installed at start-up with no index
 
-Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3.
+Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3. The
+model's container variables (``container.environment()``) name ``code/handler.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import os
 import tarfile
 import tempfile
+from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -29,12 +33,11 @@ import runners
 import storage
 from inference import load_model
 from job.config import JobConfig
+from runners.sagemaker import wheels as serving_wheels
+from runners.sagemaker.container import ENTRY_POINT
 from runners.sagemaker.serving import handler
 from storage import Location, storage_errors
 
-ENTRY_POINT = "handler.py"  # SAGEMAKER_PROGRAM; not inference.py, which would shadow our package
-# The PyTorch inference image has torch, torchvision, numpy and pillow; pyarrow it lacks.
-REQUIREMENTS = "pyarrow>=15\n"
 # The core packages the handler runs, shipped whole: the engine-neutral job imports nothing
 # else of ours (a test holds it to that), so no list of modules can fall behind it.
 CORE_PACKAGES = (job, preprocess, inference, storage)
@@ -48,8 +51,12 @@ def serving_options(config: JobConfig) -> dict:
     return options
 
 
-def build_model_tar(config: JobConfig, directory: str) -> str:
-    """Write ``directory/model.tar.gz``; returns its path."""
+def build_model_tar(config: JobConfig, directory: str, wheels: Sequence[Path] = ()) -> str:
+    """Write ``directory/model.tar.gz``; returns its path.
+
+    ``wheels`` (from ``wheels.fetch``) go into ``code/wheels/`` with the requirements.txt that
+    installs them offline; without them there is no requirements.txt (``--local`` runs here).
+    """
     path = os.path.join(directory, "model.tar.gz")
     with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
         if config.weights != "random":
@@ -57,7 +64,10 @@ def build_model_tar(config: JobConfig, directory: str) -> str:
             torch.save(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url).module.state_dict(), weights)
             tar.add(weights, handler.WEIGHTS_FILE)
         _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config), indent=2).encode())
-        _add_bytes(tar, "code/requirements.txt", REQUIREMENTS.encode())
+        if wheels:
+            _add_bytes(tar, "code/requirements.txt", serving_wheels.requirements_txt(list(wheels)).encode())
+            for wheel in wheels:
+                tar.add(wheel, f"code/{serving_wheels.WHEELS_DIR}/{Path(wheel).name}")
         tar.add(handler.__file__, f"code/{ENTRY_POINT}")
         for package in CORE_PACKAGES:
             tar.add(os.path.dirname(package.__file__), f"code/{package.__name__}", filter=_no_caches)

@@ -1,26 +1,23 @@
 """A loopback stand-in for the SageMaker container: GET /ping, POST /invocations.
 
-Use for ``--local`` runs and tests. It loads ``code/handler.py`` from an unpacked
-model.tar.gz by the container contract (``model_fn`` once, then ``input_fn`` ->
-``predict_fn`` -> ``output_fn`` per request), so the packaged code is what runs. It binds
-127.0.0.1 unless a host is given: the server runs a model on whatever it is sent.
+Use for ``--local`` runs and tests. It plays TorchServe's part (HTTP, the payload cap) and
+hands every request to the real SageMaker PyTorch inference toolkit (``toolkit.Toolkit``)
+holding an unpacked model.tar.gz, so the packaged handler is loaded and called as in the
+container, and answers as the container does: 200 with the handler's body; 500 with the
+toolkit's message and trace for an unknown content type, a bad body or a model failure. It
+binds 127.0.0.1 unless a host is given: the server runs a model on whatever it is sent.
 
-Answers: a body over ``MaxPayloadInMB`` gets 413 naming it; an unknown content type 415; a
-body the handler cannot decode 400 with the reason; a failure inside the model 500 with one
-line. Chunked request bodies (``Transfer-Encoding: chunked``) are read like any other.
+Before the toolkit: a body over ``MaxPayloadInMB`` gets 413 naming it, and a malformed
+chunked body 400. Chunked request bodies (``Transfer-Encoding: chunked``) are read like any other.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import ModuleType
 
-from runners.sagemaker.serving.codecs import UndecodableInputError, UnsupportedContentTypeError
+from runners.sagemaker.toolkit import Toolkit
 
 LOOPBACK = "127.0.0.1"
 MB = 1024 * 1024
@@ -30,25 +27,15 @@ class PayloadTooLargeError(ValueError):
     """The request body is larger than MaxPayloadInMB."""
 
 
-def load_handler(model_dir: str, entry_point: str = "handler.py") -> ModuleType:
-    """Import ``model_dir/code/<entry_point>`` as the container would (code/ on sys.path)."""
-    code_dir = os.path.join(model_dir, "code")
-    if code_dir not in sys.path:
-        sys.path.append(code_dir)  # appended: in-process, the installed packages (same code) win
-    name = "sagemaker_user_handler"
-    spec = importlib.util.spec_from_file_location(name, os.path.join(code_dir, entry_point))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here while the file runs
-    spec.loader.exec_module(module)
-    return module
+class MalformedChunkError(ValueError):
+    """A chunked request body whose chunk size line does not parse."""
 
 
 class TransformServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, model_dir: str, host: str, port: int, max_payload_mb: int) -> None:
-        self.handler = load_handler(model_dir)
-        self.model = self.handler.model_fn(model_dir)
+        self.toolkit = Toolkit(model_dir)  # loads the model once, as a container worker does
         self.max_payload_bytes = max_payload_mb * MB
         self.max_payload_mb = max_payload_mb
         super().__init__((host, port), _Handler)
@@ -82,20 +69,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = self._read_body()
-            model, handler = self.server.model, self.server.handler
-            data = handler.input_fn(body, self.headers.get("Content-Type"))
-            payload, content_type = handler.output_fn(handler.predict_fn(data, model), self.headers.get("Accept"))
         except PayloadTooLargeError as e:
             self.close_connection = True  # the rest of the body was not read
             self._error(413, str(e))
-        except UnsupportedContentTypeError as e:
-            self._error(415, str(e))
-        except UndecodableInputError as e:
+            return
+        except MalformedChunkError as e:
+            self.close_connection = True
             self._error(400, str(e))
-        except Exception as e:  # noqa: BLE001 - any model failure is this request's 500, not the server's death
-            self._error(500, f"{type(e).__name__}: {' '.join(str(e).split())[:500]}")
-        else:
-            self._reply(200, payload, content_type)
+            return
+        # The toolkit turns every handler error into a 500 itself; nothing here can raise past it.
+        response = self.server.toolkit.invoke(body, dict(self.headers.items()))
+        self._reply(response.status, response.body, response.content_type)
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -124,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 size = int(size_line.split(b";", 1)[0].strip(), 16)
             except ValueError as e:
-                raise UndecodableInputError(f"bad chunk size line {size_line[:40]!r} in a chunked body") from e
+                raise MalformedChunkError(f"bad chunk size line {size_line[:40]!r} in a chunked body") from e
             if size == 0:
                 while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                     pass  # trailers: none that we use

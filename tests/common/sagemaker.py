@@ -1,8 +1,11 @@
-"""Helpers for the SageMaker tests: a packaged, unpacked model dir and shard bodies."""
+"""Helpers for the SageMaker tests: packaged model dirs, shard bodies, and wheelhouses."""
 
 from __future__ import annotations
 
 import io
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,6 +13,9 @@ import pyarrow.parquet as pq
 from job.config import JobConfig
 from runners.sagemaker import package
 from tests.common.datasets import mixed_rows
+
+# The tag of a wheel for the serving image (CPython 3.12, glibc 2.28+, x86_64).
+IMAGE_WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
 
 
 def packaged_model_dir(tmp_dir: str, **config) -> str:
@@ -25,3 +31,29 @@ def shard_body(rows: list[tuple[str, bytes]] | None = None) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
+
+
+def write_wheel(directory: Path, name: str, wheel_version: str, tag: str) -> Path:
+    """A minimal, valid wheel file: what pip needs to resolve and install it, and no code.
+
+    Stands in for the 40 MB pyarrow wheel: the tests check how the wheel is found and
+    installed (real pip), not pyarrow itself.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}-{wheel_version}-{tag}.whl"
+    info = f"{name}-{wheel_version}.dist-info"
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {wheel_version}\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, text in files.items():
+            wheel.writestr(member, text)
+    return path
+
+
+def image_wheelhouse(directory: Path) -> Path:
+    """A wheelhouse holding a pyarrow wheel of this machine's version, built for the image."""
+    write_wheel(directory, "pyarrow", version("pyarrow"), IMAGE_WHEEL_TAG)
+    return directory

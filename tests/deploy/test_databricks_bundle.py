@@ -83,3 +83,23 @@ def test_spark_entry_runs_the_runner_module_with_the_task_parameters(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path,
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == '["--input", "s3://in/", "--udf", "iterator"]'
+
+
+SHARED = re.compile(r"^(/Workspace)?/Shared(/|$)")  # every workspace user may write there
+
+
+def test_prod_deploys_where_only_the_deployer_can_write(bundle):
+    # The job runs this code with the nodes instance profile: nobody else may change it.
+    root = bundle["targets"]["prod"]["workspace"]["root_path"]
+    assert not SHARED.match(root), root
+    assert root.startswith("/Workspace/Users/${workspace.current_user.userName}/"), root
+
+
+def test_terraform_job_code_is_not_under_shared(tf):
+    spark_entry = tf["resource"]["databricks_workspace_file"]["spark_entry"]["path"]
+    assert spark_entry.startswith("${local.databricks_home}/"), spark_entry
+    assert tf["locals"]["databricks_home"] == "${one(data.databricks_current_user.deployer[*].home)}"
+    assert tf_default(tf, "databricks_wheel_path") is None  # default: under databricks_home
+    assert "${local.databricks_home}" in tf["locals"]["wheel_path"]
+    validation = tf["variable"]["databricks_wheel_path"]["validation"]
+    assert "Shared" in validation["condition"] and "/Workspace/Shared/" in validation["error_message"]

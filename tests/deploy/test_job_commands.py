@@ -7,7 +7,7 @@ from anyscale.job.models import JobConfig
 
 from deploy_helpers import DEPLOY, DOCS, load_yaml, module_command, ray_submit_tokens, runner_args
 
-# The runner contract (runners/job.py): options every runner shares, and the engine-only ones.
+# The runner contract (job/cli.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
           "--precision", "--overwrite", "--resume", "--image-column", "--id-column"}
 ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors"},

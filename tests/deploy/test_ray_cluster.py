@@ -7,10 +7,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 import ray
+from ray.autoscaler._private.command_runner import SSHCommandRunner
 from ray.autoscaler._private.util import prepare_config, validate_config
 
-from deploy_helpers import (CPU_ONLY_INSTANCE, DEPLOY, GPU_INSTANCE, load_yaml, module_command,
-                      ray_submit_tokens, runner_args, tf_default)
+from deploy_helpers import (CPU_ONLY_INSTANCE, DEPLOY, GPU_INSTANCE, REPO, load_yaml, module_command,
+                            ray_submit_tokens, runner_args, tf_default)
 
 RAY_SCHEMA = Path(ray.__file__).parent / "autoscaler" / "ray-schema.json"
 
@@ -68,3 +69,26 @@ def test_every_node_requires_the_ray_auth_token(cluster):
     for start in (cluster["head_start_ray_commands"][-1], cluster["worker_start_ray_commands"][-1]):
         assert "RAY_AUTH_MODE=token ray start" in start
     assert 'export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"' in (DEPLOY / "ray" / "submit.sh").read_text()
+
+
+def test_every_node_boots_the_current_deep_learning_base_ami(cluster, tf):
+    # Without an ImageId Ray 2.60 picks a CUDA 11-era DLAMI; torch 2.4+ and the Ray GPU image need CUDA 12.
+    wanted = f"resolve:ssm:{tf_default(tf, 'ray_ami_ssm_parameter')}"
+    assert "base-oss-nvidia-driver-gpu-ubuntu-22.04" in wanted
+    for name, node_type in cluster["available_node_types"].items():
+        assert node_type["node_config"].get("ImageId") == wanted, name
+    # The head launches the workers: it may resolve that parameter (terraform/iam_nodes.tf).
+    resolve = next(s for s in tf["data"]["aws_iam_policy_document"]["ray_autoscaler"]["statement"]
+                   if s["sid"] == "ResolveDeepLearningAmi")
+    assert resolve["resources"] == ["arn:${local.partition}:ssm:${local.region}::parameter${var.ray_ami_ssm_parameter}"]
+
+
+def test_ray_up_uploads_the_code_but_not_git_or_virtualenvs(cluster, tmp_path):
+    # The exact rsync filter arguments Ray's command runner adds, run by real rsync over this repo.
+    options = {"rsync_exclude": cluster.get("rsync_exclude"), "rsync_filter": cluster.get("rsync_filter")}
+    filters = SSHCommandRunner._create_rsync_filter_args(None, options)
+    done = subprocess.run(["rsync", "-a", "--dry-run", "--out-format=%n", *filters, f"{REPO}/", str(tmp_path)],
+                          capture_output=True, text=True, check=True, timeout=120)
+    sent = done.stdout.splitlines()
+    assert "runners/sagemaker_job.py" in sent and "pyproject.toml" in sent
+    assert not [p for p in sent if p == ".git" or p.startswith((".git/", ".venv/", ".venv-checkov/"))]

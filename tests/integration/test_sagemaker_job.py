@@ -4,6 +4,7 @@ API calls against moto (which accepts a transform job and marks it Completed wit
 from __future__ import annotations
 
 import io
+import json
 
 import boto3
 import numpy as np
@@ -14,13 +15,14 @@ from inference import Predictions
 from runners import sagemaker_job
 from job.cli import run_main
 from job.config import JobConfig
-from job.rows import prediction_table
-from runners.sagemaker import aws
 from job.plan import plan_input, read_file
+from job.rows import prediction_table
 from job.stages import Classify, Preprocess
+from runners.sagemaker import aws, container
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
+from tests.common.sagemaker import image_wheelhouse
 
 ROLE = "arn:aws:iam::123456789012:role/batch-inference"
 
@@ -75,14 +77,34 @@ def _place_out_objects(s3_env: str, skip: int):
     return wait
 
 
-def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch):
+def _record_requests(monkeypatch) -> dict[str, list[dict]]:
+    """The API requests the runner's SDK session sends, as botocore validated and serialized
+    them (moto does not keep every field, e.g. EnableNetworkIsolation)."""
+    sent: dict[str, list[dict]] = {}
+    real_session = aws.sagemaker_session
+
+    def record(model, params, **_):
+        sent.setdefault(model.name, []).append(json.loads(params["body"]))
+
+    def session_with_recorder(region):
+        session = real_session(region)
+        session.sagemaker_client.meta.events.register("before-call.sagemaker", record)
+        return session
+
+    monkeypatch.setattr(aws, "sagemaker_session", session_with_recorder)
+    return sent
+
+
+def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", s3_env)  # moto's server speaks every service
     monkeypatch.setattr(aws, "wait", _place_out_objects(s3_env, skip=1))
+    sent = _record_requests(monkeypatch)
     ids, _ = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
     manifest = sagemaker_job.main([
         "--weights", "random", "--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/",
         "--s3-endpoint-url", s3_env, "--role", ROLE, "--region", "us-east-1", "--max-payload-mb", "4",
         "--max-concurrent-transforms", "2", "--instance-type", "ml.g5.2xlarge",
+        "--wheelhouse", str(image_wheelhouse(tmp_path / "wheels")),
     ])
     client = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=s3_env)
     job = client.describe_transform_job(TransformJobName=client.list_transform_jobs()["TransformJobSummaries"][0]["TransformJobName"])
@@ -92,9 +114,13 @@ def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch):
     staging = f"s3://{s3_bucket}/preds/_staging/sagemaker-{manifest['run_id']}/"
     assert job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == staging + "input/"
     assert job["TransformOutput"]["S3OutputPath"] == staging + "output/"
-    model = client.describe_model(ModelName=job["ModelName"])
-    assert model["PrimaryContainer"]["Image"] == aws.image_uri("us-east-1", "ml.g5.2xlarge")
+    [model] = sent["CreateModel"]
+    assert model["ModelName"] == job["ModelName"] and model["EnableNetworkIsolation"] is True
+    assert model["PrimaryContainer"]["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.6.0-gpu-py312"
+    assert model["PrimaryContainer"]["Environment"] == {**container.environment(), "SAGEMAKER_REGION": "us-east-1"}
     assert model["PrimaryContainer"]["ModelDataUrl"] == staging + "model.tar.gz" and model["ExecutionRoleArn"] == ROLE
+    assert sent["DeleteModel"] == [{"ModelName": job["ModelName"]}]
+    assert client.list_models()["Models"] == [], "the per-run model is deleted after the job"
     rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert sorted(r["id"] for r in rows) == sorted(ids)  # nothing lost: the shard without .out is error rows
     missing = [r for r in rows if r["error"]]

@@ -25,7 +25,8 @@ def model(tmp_path_factory):
 
 def test_round_trip_matches_the_shared_stages(model):
     rows = mixed_rows(good=2)
-    body, content_type = handler.output_fn(handler.predict_fn(handler.input_fn(shard_body(rows), codecs.PARQUET), model), "*/*")
+    data = handler.input_fn(shard_body(rows), codecs.PARQUET)
+    body, content_type = handler.output_fn(handler.predict_fn(data, model), codecs.PARQUET)
     got = pq.read_table(io.BytesIO(body))
     assert content_type == codecs.PARQUET and got.schema.equals(OUTPUT_SCHEMA, check_metadata=False)
     assert got.column("id").to_pylist() == [i for i, _ in rows]

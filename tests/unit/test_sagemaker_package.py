@@ -1,4 +1,5 @@
-"""model.tar.gz is self-contained: its handler loads from code/ alone, as in the container."""
+"""model.tar.gz is self-contained: its handler loads from code/ alone, and on AWS it installs
+what the image lacks from its own wheels, with no index (the model has no network)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import os
 import subprocess
 import sys
 import tarfile
+from importlib.metadata import version
 
 from job.config import JobConfig
-from runners.sagemaker import package
+from runners.sagemaker import container, package
+from tests.common.sagemaker import image_wheelhouse
 
+RANDOM = JobConfig(input=None, output=None, weights="random", topk=3)
 # Loads the handler with only the unpacked code/ importable (the repo is taken off sys.path).
 LOAD = """
 import sys
@@ -23,10 +27,11 @@ print(model.config.topk, model.config.weights)
 
 
 def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
-    tar = package.build_model_tar(JobConfig(input=None, output=None, weights="random", topk=3), str(tmp_path))
+    tar = package.build_model_tar(RANDOM, str(tmp_path))
     names = tarfile.open(tar).getnames()
-    assert {"serving.json", "code/handler.py", "code/requirements.txt", "code/job/stages.py", "code/job/driver.py"} <= set(names)
+    assert {"serving.json", "code/handler.py", "code/job/stages.py", "code/job/driver.py"} <= set(names)
     assert "code/inference.py" not in names and "model.pth" not in names and not any("__pycache__" in n for n in names)
+    assert "code/requirements.txt" not in names, "--local runs here: nothing to install"
     model = package.unpack(tar, str(tmp_path / "model"))
     assert json.load(open(f"{model}/serving.json"))["weights"] == "random"
     repo, code = os.getcwd(), f"{model}/code"
@@ -34,6 +39,27 @@ def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
                             env={**os.environ, "PYTHONPATH": code}, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["3", "random"]
+
+
+def test_the_program_the_container_runs_is_shipped(tmp_path):
+    names = tarfile.open(package.build_model_tar(RANDOM, str(tmp_path))).getnames()
+    assert f"code/{container.environment()['SAGEMAKER_PROGRAM']}" in names
+
+
+def test_aws_archive_installs_its_requirements_with_no_index(tmp_path):
+    wheels = sorted(image_wheelhouse(tmp_path / "wheels").glob("*.whl"))
+    tar = package.build_model_tar(RANDOM, str(tmp_path), wheels)
+    model = package.unpack(tar, str(tmp_path / "model"))
+    assert os.listdir(f"{model}/code/wheels") == [wheels[0].name]
+    # The toolkit runs `pip install -r code/requirements.txt` at start-up; here the same for the
+    # image's Python and platform, with every index unreachable, as under network isolation.
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
+               "--python-version", container.PYTHON_VERSION, "--platform", container.WHEEL_PLATFORMS[0],
+               "--target", str(tmp_path / "site"), "-r", f"{model}/code/requirements.txt"]
+    offline = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
+    done = subprocess.run(command, cwd=tmp_path, env=offline, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Would install pyarrow-{version('pyarrow')}" in done.stdout
 
 
 def test_user_weights_travel_as_a_state_dict(tmp_path):

@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 PARQUET = "application/x-parquet"
-ANY = "*/*"
 
 
 class UnsupportedContentTypeError(ValueError):
@@ -55,9 +54,12 @@ def decode(body: bytes, content_type: str | None) -> pa.Table:
 
 
 def encode(table: pa.Table, accept: str | None) -> tuple[bytes, str]:
-    """The response body and its content type; no Accept (or */*) means Parquet."""
-    wanted = _base(accept) or PARQUET
-    wanted = PARQUET if wanted == ANY else wanted
+    """The response body and its content type.
+
+    The toolkit never passes a missing Accept or ``*/*``: it substitutes the container's
+    ``SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT`` (``container.environment()`` sets Parquet).
+    """
+    wanted = _base(accept)
     encoder = ENCODERS.get(wanted)
     if encoder is None:
         raise UnsupportedContentTypeError(f"accept {accept!r} is not supported; ask for one of {', '.join(ENCODERS)}")
