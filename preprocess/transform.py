@@ -28,13 +28,17 @@ class EvalSize:
 
 def resize_center_crop(image: Image.Image, size: EvalSize) -> np.ndarray:
     """Return the (crop, crop, 3) uint8 center crop of ``image`` resized to short side ``resize``."""
-    box = _source_box(image.size, size)
+    box = source_box(image.size, size)
     out = image.resize((size.crop, size.crop), Image.Resampling.BILINEAR, box=box)
     return np.asarray(out, dtype=np.uint8)
 
 
-def _source_box(source: tuple[int, int], size: EvalSize) -> tuple[float, float, float, float]:
-    """The rectangle of the source image that torchvision's Resize + CenterCrop keeps."""
+def source_box(source: tuple[int, int], size: EvalSize) -> tuple[float, float, float, float]:
+    """The rectangle (left, top, right, bottom) of a (width, height) source that Resize + CenterCrop keeps.
+
+    In pixel-edge coordinates (pixel i spans [i, i+1]), as Pillow's ``resize(box=...)`` and
+    ``roi_align(aligned=True)`` both take it; the device path crops with the same boxes.
+    """
     width, height = source
     resized_w, resized_h = _resized_size(width, height, size.resize)
     # torchvision's center_crop: top = int(round((h - crop) / 2)).

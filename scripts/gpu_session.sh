@@ -1,31 +1,44 @@
 #!/usr/bin/env bash
-# Everything a lent GPU machine should run, in one call: the GPU tests, then the benchmarks
-# whose figures go into BENCHMARKS.md, with their JSON rows copied to $OUT.
+# Everything a lent GPU machine should run, in two device calls of at most 10 minutes each
+# (a session has 30 minutes of device time). Each call writes one JSON row per run, with hardware
+# and versions, under benchmarks/results/, and copies them and its logs to $OUT.
 #
-# Here (with network):   GPU_BUNDLE_PACKAGES="$(cat scripts/gpu_bundle_packages.txt)" ../shared/tools/gpu-bundle.sh
-# On the GPU machine:    bash scripts/gpu_session.sh           # carry .gpu-bundle; $OUT comes back
+# Here (with network), once:
+#   GPU_BUNDLE_NVIMGCODEC=1 GPU_BUNDLE_EXTRA="$(cat scripts/gpu_bundle_packages.txt)" ../shared/tools/gpu-bundle.sh
+# On the GPU machine (carry .gpu-bundle):
+#   bash scripts/gpu_session.sh tests   # call 1, ~6 min: GPU tests, then the GPU stage piece by piece
+#   bash scripts/gpu_session.sh jobs    # call 2, ~9 min: whole jobs (Ray, local) by --decode, and --compile
 #
-# The machine's image has Python 3.12, torch, torchvision, numpy, pandas and pyarrow; the bundle
-# adds Ray and boto3. Spark and SageMaker are left out there: no Java, and the GPU figures
-# that matter are the Ray job and the DataLoader baseline against the model-only ceiling.
+# The machine's image has Python 3.12, torch, torchvision, numpy, pandas, pyarrow, pillow, matplotlib
+# and pytest; the bundle adds Ray, boto3 and nvImageCodec. Spark and SageMaker are left out there
+# (no Java); the GPU figures that matter are the device stage, the Ray job and the DataLoader baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PART=${1:?usage: gpu_session.sh tests|jobs}
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT" /tmp/site
-tar xJf .gpu-bundle/site.tar.xz -C /tmp/site
+[ -d /tmp/site/ray ] || tar xJf .gpu-bundle/site.tar.xz -C /tmp/site
 export PYTHONPATH=/tmp/site:$PWD RAY_AUTH_MODE=disabled
+export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}  # nvImageCodec's libnvjpeg
+# One compile cache for the whole session, so the second call's compiles are warm.
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/inductor-cache}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-python -m pytest -p no:logging -p no:cacheprovider -q -m gpu tests/gpu 2>&1 | tee "$OUT/gpu-tests.txt" || true
+python -c "import torch, torchvision; from preprocess.device_decode import nvimgcodec_available as a; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'nvimgcodec', a())" | tee -a "$OUT/gpu.txt"
 
-IMAGES=${IMAGES:-8192}
-python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512
-python -m runners.make_dataset --output /tmp/gpu-in-12mp --images 512 --size 4000x3000 --rows-per-file 64
-for decode in cpu gpu; do
-  python -m runners.compare --engines ray,local --input /tmp/gpu-in --weights random --decode "$decode" \
-    --report "$OUT/compare-$decode" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --decode $decode" || true
-done
-python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --compile \
-  --report "$OUT/compare-compile" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --compile" || true
-python -m runners.compare --engines ray --input /tmp/gpu-in-12mp --weights random --decode gpu --stage all \
-  --report "$OUT/compare-12mp" --append-results benchmarks/results/compare.jsonl --note "lent GPU, 12 MP JPEGs, --decode gpu" || true
-python -m benchmarks.preprocess_bench --images 48 || true
+case "$PART" in
+tests)
+  timeout 300 python -m pytest -p no:logging -p no:cacheprovider -q -m gpu tests/gpu -rs 2>&1 | tee "$OUT/gpu-tests.txt" || true
+  timeout 270 python -m benchmarks.gpu_stage_bench --batch 256 --seconds 5 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
+  ;;
+jobs)
+  IMAGES=${IMAGES:-8192}
+  python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512
+  for decode in cpu gpu auto; do
+    timeout 150 python -m runners.compare --engines ray,local --input /tmp/gpu-in --weights random --decode "$decode" \
+      --report "$OUT/compare-$decode" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --decode $decode" || true
+  done
+  timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --compile \
+    --report "$OUT/compare-compile" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --compile" || true
+  ;;
+*) echo "gpu_session.sh: unknown part '$PART'; use tests or jobs" >&2; exit 2 ;;
+esac
 cp benchmarks/results/*.jsonl "$OUT/"

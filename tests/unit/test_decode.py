@@ -83,3 +83,13 @@ def test_batch_keeps_every_row_and_marks_only_the_bad_ones():
     assert all(batch.errors[len(good) :])
     assert "null" in batch.errors[-1]
     assert not batch.pixels[~batch.ok].any()
+
+
+def test_inspect_image_reads_the_header_and_refuses_bombs():
+    from preprocess import inspect_image
+    from tests.common.images import encoded, photo, png_bomb
+
+    header = inspect_image(encoded(photo(64, 48)))
+    assert (header.format, header.mode, header.size) == ("JPEG", "RGB", (64, 48))
+    with pytest.raises(ImageError, match="decompression bomb"):
+        inspect_image(png_bomb())

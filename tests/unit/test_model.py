@@ -60,3 +60,54 @@ def test_imagenet_without_network_says_use_random(tmp_path, monkeypatch):
         monkeypatch.setenv(proxy, "http://127.0.0.1:9")  # a closed loopback port: no network
     with pytest.raises(WeightsError, match="--weights random"):
         load_model("imagenet")
+
+
+def test_our_resnet50_is_torchvisions_bit_for_bit():
+    """Same parameter names and shapes, same seeded random weights, same outputs."""
+    from inference.resnet import ResNet50
+
+    torch.manual_seed(7)
+    theirs = resnet50(weights=None).eval()
+    torch.manual_seed(7)
+    ours = ResNet50().eval()
+    for (name, a), (other, b) in zip(theirs.state_dict().items(), ours.state_dict().items(), strict=True):
+        assert name == other and torch.equal(a, b), name
+    x = torch.randn(2, 3, 224, 224)
+    with torch.inference_mode():
+        assert torch.equal(theirs(x), ours(x))
+
+
+def test_eval_recipe_is_torchvisions():
+    from torchvision.models import ResNet50_Weights
+
+    from inference.model import EVAL_SIZE, IMAGENET_MEAN, IMAGENET_STD, IMAGENET_URL
+
+    weights = ResNet50_Weights.DEFAULT
+    transforms = weights.transforms()
+    assert (EVAL_SIZE.resize, EVAL_SIZE.crop) == (transforms.resize_size[0], transforms.crop_size[0])
+    assert (IMAGENET_MEAN, IMAGENET_STD) == (tuple(transforms.mean), tuple(transforms.std))
+    assert IMAGENET_URL == weights.url
+
+
+def test_weights_are_read_once_per_process_and_each_load_gets_its_own_module(checkpoint, monkeypatch):
+    from inference import model as model_module
+
+    path, _ = checkpoint
+    model_module.clear_weights_cache()
+    reads = []
+    real = model_module._read_checkpoint
+    monkeypatch.setattr(model_module, "_read_checkpoint", lambda *a: reads.append(a) or real(*a))
+    first, second = load_model(str(path)), load_model(str(path))
+    assert len(reads) == 1 and first.module is not second.module
+    with torch.no_grad():
+        first.module.fc.weight.zero_()  # a caller changing its module leaves the others alone
+    assert second.module.fc.weight.abs().sum() > 0 and load_model(str(path)).module.fc.weight.abs().sum() > 0
+
+
+def test_the_model_module_does_not_import_torchvision():
+    import subprocess
+    import sys
+
+    code = "import sys, inference; inference.load_model('random'); print('torchvision' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -101,3 +101,15 @@ def test_concurrent_calls_from_two_threads_give_the_sequential_answers(model, im
 def test_compile_needs_a_batch_size_to_pad_to(model):
     with pytest.raises(ValueError, match="needs batch_size"):
         Predictor(model, CPU, compile=True)
+
+
+def test_float_images_on_the_device_give_the_uint8_answers(model, images):
+    """``predict_images`` (the device stage's float NCHW) agrees with the uint8 NHWC path."""
+    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    predictor = Predictor(model, CPU)
+    from_uint8 = predictor(pixels)
+    from_float = predictor.predict_images(torch.from_numpy(pixels).permute(0, 3, 1, 2).float())  # (N, 3, H, W)
+    assert np.array_equal(from_uint8.topk_labels, from_float.topk_labels)
+    np.testing.assert_allclose(from_uint8.topk_scores, from_float.topk_scores, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"\(N, 3, H, W\) float32"):
+        predictor.predict_images(torch.from_numpy(pixels))
