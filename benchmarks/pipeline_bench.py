@@ -45,11 +45,11 @@ class HoldingClassify:
 
     hold_seconds = 0.012  # set per run, before Ray pickles the class
 
-    def __init__(self, config: JobConfig, run_id: str) -> None:
+    def __init__(self, config: JobConfig, run_id: str, images: int, concurrency: int) -> None:
         self.topk = config.topk
 
-    def __call__(self, columns: dict[str, np.ndarray]) -> pa.Table:
-        batch = batch_of(columns)
+    def __call__(self, block: pa.Table) -> pa.Table:
+        batch = batch_of(block)
         started = time.perf_counter()
         time.sleep(self.hold_seconds * len(batch.ids) / MODEL_BATCH)
         table = placeholder_rows(batch, self.topk)
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
     make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", "raw",
                        "--rows-per-file", str(args.rows_per_file)])
     HoldingClassify.hold_seconds = args.hold_ms / 1000
-    config = JobConfig(input=f"{workdir}/in", output=f"{workdir}/out", weights="random", batch_size=MODEL_BATCH)
+    config = JobConfig(input=f"{workdir}/in", output=f"{workdir}/out", weights="random", batch_size=MODEL_BATCH, decode="cpu")
     with RaySession(None):
         job = prepare_job(config)
         scaling = plan_scaling(job.config, 1, args.num_cpu_actors, len(job.pending.files))

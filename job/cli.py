@@ -50,9 +50,13 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, default=5, help="labels kept per image (default: 5)")
-    model.add_argument("--decode", choices=DECODES, default="cpu",
-                       help="cpu: decode on CPU workers (default); gpu: batched nvJPEG + resize on the predictor's GPU, CPU for non-JPEG")
-    model.add_argument("--compile", action="store_true", help="torch.compile the model once per worker (slower start, faster batches)")
+    model.add_argument("--decode", choices=DECODES,
+                       help="cpu: decode on the CPU workers; gpu: JPEGs decoded and resized on the predictor's GPU (other "
+                            "formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU the rest "
+                            "(default: auto on a GPU, cpu without)")
+    model.add_argument("--compile", action=argparse.BooleanOptionalAction,
+                       help="torch.compile the model once per worker: slower start, faster batches (default: on a GPU, "
+                            "for jobs long enough to repay the compile time; see inference/compile.py)")
     model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
     return parser
 
@@ -100,10 +104,10 @@ def config_to_argv(config: JobConfig) -> list[str]:
     argv = []
     for field in dataclasses.fields(JobConfig):
         value, option = getattr(config, field.name), "--" + field.name.replace("_", "-")
-        if value is None or value is False:
+        if value is None or (value is False and field.default is False):
             continue
-        if value is True:
-            argv.append(option)
+        if isinstance(value, bool):
+            argv.append(option if value else "--no-" + option[2:])
         elif isinstance(value, tuple):
             argv += [option, ",".join(map(str, value))]
         else:

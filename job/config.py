@@ -14,7 +14,7 @@ from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from storage import has_credentials, redact
 
-DECODES = ("cpu", "gpu")
+DECODES = ("cpu", "gpu", "auto")
 BATCH_SIZE_GPU = 256  # ResNet50 at 224px in bf16: large enough to saturate an A10G..H100, a few GB
 BATCH_SIZE_CPU = 32  # CPU inference gains nothing past this and holds memory longer
 
@@ -35,8 +35,8 @@ class JobConfig:
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
-    decode: str = "cpu"  # cpu: CPU workers decode; gpu: JPEGs decoded (nvJPEG) and resized on the predictor's device
-    compile: bool = False  # torch.compile the model (compiles once per worker, at start)
+    decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: auto with a GPU, else cpu
+    compile: bool | None = None  # torch.compile the model; None: when the job is long enough to repay it (inference.compile)
 
     def __post_init__(self) -> None:
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
@@ -47,8 +47,8 @@ class JobConfig:
         _require(bool(self.image_column), "--image-column must not be empty")
         _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
                  f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")
-        _require(self.decode in DECODES, f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
-        _require(self.decode == "cpu" or self.raw_shape is None,
+        _require(self.decode in (None, *DECODES), f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
+        _require(self.decode in (None, "cpu") or self.raw_shape is None,
                  f"--decode {self.decode} decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
         _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
         _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
@@ -62,6 +62,13 @@ class JobConfig:
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
         return dataclasses.asdict(self)
+
+
+def with_decode_for(config: JobConfig, has_gpu: bool) -> JobConfig:
+    """``config`` with ``--decode`` decided: as given, else ``auto`` where the predictor has a GPU, ``cpu`` elsewhere."""
+    if config.decode is not None:
+        return config
+    return dataclasses.replace(config, decode="auto" if has_gpu else "cpu")
 
 
 def default_batch_size(config: JobConfig, has_gpu: bool) -> int:

@@ -1,18 +1,21 @@
 """The two stages of every job, as plain callables the engines wrap.
 
-- ``Preprocess``: an input file (or a record batch) -> ``PixelBatch`` (decoded on the CPU) or
-  ``EncodedBatch`` (``--decode gpu``: the bytes, decoded on the model's device).
-- ``Classify``: either batch -> the output rows (``job.rows``), dispatched by the batch's type.
+- ``Preprocess`` (CPU; no torch): an input file (or a record batch) -> ``PixelBatch`` (every
+  row decoded here: ``--decode cpu``, and raw pixels) or ``SplitBatch`` (``--decode gpu|auto``:
+  each JPEG screened, decoded here or left encoded for the device, by ``preprocess.routing``).
+- ``Classify`` (the model's device): either batch -> the output rows (``job.rows``), by type.
 Ray wraps each in an actor pool, Spark calls both in one Arrow UDF, SageMaker's handler calls
 both per request, the local baseline calls them in DataLoader workers and the main process.
-State (the model) lives in ``__init__``: built once per worker.
+State (the model, the decode router) lives in ``__init__``: built once per worker.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +27,14 @@ from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.rows import prediction_table
 from job.timeline import DEVICE_SECONDS
 from preprocess import preprocess_batch
+from preprocess.routed import RoutedBatch, preprocess_routed
+from preprocess.routing import DecodeRouter, DeviceFeedback
 from preprocess.transform import EvalSize
 
-EVAL_SIZE = EvalSize()  # ResNet50's eval recipe: resize the shorter side to 256, centre-crop 224
+if TYPE_CHECKING:
+    from preprocess.device_stage import DeviceStage
+
+EVAL_SIZE = EvalSize()  # ResNet50's eval recipe: resize the shorter side to 232, centre-crop 224
 
 
 @dataclass
@@ -34,31 +42,34 @@ class PixelBatch:
     """Rows decoded, resized and cropped on a CPU."""
 
     ids: list[str]
-    pixels: np.ndarray  # (N, crop, crop, 3) uint8; zeros where errors[i] is set
-    errors: list[str | None]  # None: ready for the model; else why not (the row's output error)
+    pixels: np.ndarray  # (K, crop, crop, 3) uint8: the rows whose error is None, in row order
+    errors: list[str | None]  # (N,) None: classified; else why not (the row's output error)
     files: np.ndarray | None = None  # (N,) int32: each row's input file (index in the plan); None: no parts (SageMaker)
     rows: np.ndarray | None = None  # (N,) int64: each row's position in its file
 
 
 @dataclass
-class EncodedBatch:
-    """Rows left encoded, for ``--decode gpu``: decoded and resized on the model's device."""
+class SplitBatch:
+    """``--decode gpu|auto``: rows decoded on a CPU and JPEGs left encoded for the model's device."""
 
     ids: list[str]
-    cells: list[bytes | None]  # the image column as it was read
+    routed: RoutedBatch  # errors, the CPU-decoded rows and pixels, the device rows and their bytes
     files: np.ndarray | None = None
     rows: np.ndarray | None = None
 
 
-Batch = PixelBatch | EncodedBatch
+Batch = PixelBatch | SplitBatch
 
 
 class Preprocess:
-    """Decode, resize and crop the image column, or hand it on encoded (``--decode gpu``)."""
+    """Decode, resize and crop the image column on this CPU, or route JPEGs to the device."""
 
     def __init__(self, config: JobConfig) -> None:
+        if config.decode is None:
+            raise ValueError("Preprocess needs --decode decided (job.config.with_decode_for)")
         self.config = config
         self.size = EVAL_SIZE
+        self.router = DecodeRouter(config.decode)
 
     def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
         """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position."""
@@ -68,12 +79,17 @@ class Preprocess:
 
     def __call__(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None = None,
                  rows: np.ndarray | None = None) -> Batch:
-        if self.config.decode == "gpu":
-            return EncodedBatch(ids, image_cells(records.column(self.config.image_column), raw=False), files, rows)
         raw = self._raw(records)
         cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
+        if raw is None and self.config.decode != "cpu":
+            routed = preprocess_routed(cells, self.router, self.size, max_pixels=self.config.max_pixels)
+            return SplitBatch(ids, routed, files, rows)
         out = preprocess_batch(cells, self.size, raw_shapes=raw, max_pixels=self.config.max_pixels)
-        return PixelBatch(ids, out.pixels, out.errors, files, rows)
+        return PixelBatch(ids, out.pixels if out.ok.all() else out.pixels[out.ok], out.errors, files, rows)
+
+    def feedback(self, device: DeviceFeedback) -> None:
+        """What the device stage reports (``--decode auto``): its idle share and queue."""
+        self.router.feedback(device)
 
     def _raw(self, records: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
         if self.config.raw_shape is not None:
@@ -86,42 +102,46 @@ class Preprocess:
 class Classify:
     """Run the model on the rows that decoded and build their output rows."""
 
-    def __init__(self, config: JobConfig, gpu_ids: list[int] | None = None) -> None:
+    def __init__(self, config: JobConfig, gpu_ids: list[int] | None = None, images: int | None = None) -> None:
         # Imported here: the CPU stage (Preprocess) must not pay for torch in every decoder process.
         from inference import Predictor, choose_device, load_model
+        from inference.compile import should_compile
 
         self.config = config
         device = choose_device(gpu_ids)
         model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
-        self.size = model.eval_size
         self.batch_size = default_batch_size(config, device.type == "cuda")
-        self.predictor = Predictor(model, device, config.precision, config.topk, compile=config.compile,
+        # ``images``: the job's size, which decides whether compiling repays itself (None: unknown, eager).
+        self.compiled = should_compile(images, device, config.compile)
+        self.predictor = Predictor(model, device, config.precision, config.topk, compile=self.compiled,
                                    batch_size=self.batch_size)
+        self.size = model.eval_size
+
+    @functools.cached_property
+    def device_stage(self) -> DeviceStage:
+        """The device's decode + resize (``--decode gpu|auto``), made at the first batch that needs it."""
+        from preprocess.device_stage import DeviceStage
+
+        return DeviceStage(self.predictor.device, self.size, max_pixels=self.config.max_pixels)
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and
         the model's time spread over its rows (``DEVICE_SECONDS``: the job's device busy figure)."""
         started = time.perf_counter()
-        if isinstance(batch, EncodedBatch):
-            table = self._classify_encoded(batch.ids, batch.cells)
+        if isinstance(batch, SplitBatch):
+            table = self._classify_split(batch.ids, batch.routed)
         else:
-            table = self._classify_pixels(batch.ids, batch.pixels, batch.errors)
+            table = prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels))
         seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
         table = table.append_column(DEVICE_SECONDS, pa.array(seconds, pa.float64()))
         return table if batch.files is None else with_position(table, batch.files, batch.rows)
 
-    def _classify_pixels(self, ids: Sequence[str], pixels: np.ndarray, errors: Sequence[str | None]) -> pa.Table:
-        ok = np.array([e is None for e in errors], dtype=bool)
-        predictions = self.predictor(pixels[ok] if not ok.all() else pixels)
-        return prediction_table(ids, errors, predictions)
-
-    def _classify_encoded(self, ids: Sequence[str], cells: Sequence[bytes | None]) -> pa.Table:
-        from preprocess.gpu_decode import preprocess_on_device
-
-        batch = preprocess_on_device(cells, self.predictor.device, self.size, max_pixels=self.config.max_pixels)
-        ok = [i for i, e in enumerate(batch.errors) if e is None]
-        pixels = batch.pixels if len(ok) == len(cells) else batch.pixels[ok]
-        return prediction_table(ids, batch.errors, self.predictor(pixels))
+    def _classify_split(self, ids: Sequence[str], routed: RoutedBatch) -> pa.Table:
+        """Decode the JPEGs on the device, join the CPU's pixels, one model call, in the predictor's stream."""
+        with self.predictor.stream():
+            images = self.device_stage(routed)
+            predictions = self.predictor.predict_images(images.images)
+        return prediction_table(ids, images.errors, predictions)
 
 
 def image_cells(column: pa.ChunkedArray | pa.Array, *, raw: bool) -> list:

@@ -22,7 +22,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from job.config import JobConfig
+from inference import choose_device
+from job.config import JobConfig, with_decode_for
 from job.driver import EngineRun, PreparedJob, run_job
 from job.parts import PartCollector
 from job.plan import InputPlan
@@ -52,7 +53,7 @@ class PlannedFiles(IterableDataset):
         preprocess = Preprocess(self.config)
         for index in shard:
             for batch in preprocess.read(self.plan, index, self.batch_rows):
-                if isinstance(batch, PixelBatch):  # (N, crop, crop, 3) uint8, handed over as a shared tensor
+                if isinstance(batch, PixelBatch):  # (K, crop, crop, 3) uint8, handed over as a shared tensor
                     yield dataclasses.replace(batch, pixels=None), torch.from_numpy(batch.pixels)
                 else:
                     yield batch, None
@@ -60,7 +61,8 @@ class PlannedFiles(IterableDataset):
 
 def run_locally(job: PreparedJob, workers: int, start_method: str) -> EngineRun:
     """Classify every pending row in the main process; commit each input file's part once all its rows are in."""
-    classify = Classify(job.config)
+    job.config = with_decode_for(job.config, has_gpu=choose_device().type == "cuda")
+    classify = Classify(job.config, images=job.pending.rows)
     workers = min(workers, len(job.pending.files))  # a file is the unit of work: more workers would idle
     loader = DataLoader(
         PlannedFiles(job.pending, job.config, classify.batch_size),
@@ -79,7 +81,7 @@ def run_locally(job: PreparedJob, workers: int, start_method: str) -> EngineRun:
         collector.add(table)
     collector.check_complete()
     settings = {"workers": workers, "start_method": start_method, "batch_size": classify.batch_size,
-                "device": str(classify.predictor.device)}
+                "device": str(classify.predictor.device), "compiled": classify.compiled}
     return EngineRun(settings={"local": settings}, progress=collector.progress, device_seconds=device_seconds)
 
 

@@ -1,40 +1,83 @@
 """The Arrow blocks that carry ``job.stages`` batches between Ray's two actor pools.
 
-A ``PixelBatch`` travels as (id, pixels, error) and an ``EncodedBatch`` as (id, image), each
-with the input file index and row positions (``job.parts``); ``batch_of`` turns what Ray
-hands the predictor back into the same typed batch. Arrow, not a dict of numpy: Ray would
-turn the None errors of good rows into NaN.
+Every block has one schema, whatever the decode mode, so Ray can join blocks into a model
+batch freely: ``id``, ``error``, ``pixels`` (binary: a row's crop x crop x 3 uint8 pixels when a
+CPU decoded it, else null) and ``image`` (binary: the JPEG when the device decodes it, else
+null), plus each row's input file and position. Null cells take no bytes, and the pixels of a
+block's (or a joined batch's) decoded rows lie back to back in one buffer, so the predictor
+reads them as one (K, crop, crop, 3) array without a copy per row.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from ray.data.extensions import ArrowTensorArray
 
 from job.parts import FILE, ROW, with_position
-from job.stages import Batch, EncodedBatch, PixelBatch
+from job.stages import EVAL_SIZE, Batch, PixelBatch, SplitBatch
+from preprocess.routed import RoutedBatch
 
-ENCODED = "image"  # the column of an encoded batch's cells
-PIXELS = "pixels"  # (N, crop, crop, 3) uint8 tensor column of a pixel batch
+PIXELS, ENCODED = "pixels", "image"
+IMAGE_BYTES = EVAL_SIZE.crop * EVAL_SIZE.crop * 3  # one decoded row: crop x crop x 3 uint8
 
 
 def block_of(batch: Batch) -> pa.Table:
     """The Arrow block for one preprocessed batch (its rows carry their file and position)."""
-    ids = pa.array(batch.ids, pa.string())
-    if isinstance(batch, EncodedBatch):
-        table = pa.table({"id": ids, ENCODED: pa.array(batch.cells, pa.binary())})
+    rows = len(batch.ids)
+    if isinstance(batch, SplitBatch):
+        routed = batch.routed
+        decoded = [row for row in routed.cpu_rows if routed.errors[row] is None]
+        pixels = routed.pixels[[k for k, row in enumerate(routed.cpu_rows) if routed.errors[row] is None]]
+        images = _binary_at(rows, routed.device_rows, routed.encoded)
+        errors = routed.errors
     else:
-        table = pa.table({"id": ids, PIXELS: ArrowTensorArray.from_numpy(batch.pixels), "error": pa.array(batch.errors, pa.string())})
+        decoded = [row for row, error in enumerate(batch.errors) if error is None]
+        pixels, images, errors = batch.pixels, pa.nulls(rows, pa.binary()), batch.errors
+    table = pa.table({"id": pa.array(batch.ids, pa.string()), "error": pa.array(errors, pa.string()),
+                      PIXELS: _pixels_column(rows, decoded, pixels), ENCODED: images})
     return with_position(table, batch.files, batch.rows)
 
 
-def batch_of(columns: dict[str, np.ndarray]) -> Batch:
-    """The typed batch back from the numpy columns Ray's ``map_batches`` hands the predictor.
+def batch_of(table: pa.Table) -> Batch:
+    """The typed batch back from a (possibly joined) block: a ``SplitBatch`` when any row is still encoded."""
+    ids, errors = table.column("id").to_pylist(), table.column("error").to_pylist()
+    files, rows = table.column(FILE).to_numpy(), table.column(ROW).to_numpy()
+    pixels_column = table.column(PIXELS).combine_chunks()
+    pixels = _pixels_of(pixels_column)
+    encoded = table.column(ENCODED)
+    if encoded.null_count == len(encoded):
+        return PixelBatch(ids, pixels, errors, files, rows)
+    decoded = np.flatnonzero(pixels_column.is_valid().to_numpy(zero_copy_only=False)).tolist()
+    device_rows = np.flatnonzero(encoded.is_valid().to_numpy(zero_copy_only=False)).tolist()
+    cells = encoded.to_pylist()
+    routed = RoutedBatch(errors, decoded, pixels, device_rows, [cells[row] for row in device_rows])
+    return SplitBatch(ids, routed, files, rows)
 
-    Ray may merge blocks of several files into one model batch: each row keeps its own file.
-    """
-    ids, files, rows = columns["id"].tolist(), columns[FILE], columns[ROW]
-    if ENCODED in columns:
-        return EncodedBatch(ids, columns[ENCODED].tolist(), files, rows)
-    return PixelBatch(ids, columns[PIXELS], columns["error"].tolist(), files, rows)
+
+def _pixels_column(rows: int, decoded: list[int], pixels: np.ndarray) -> pa.Array:
+    """A binary column with ``pixels[k]`` at row ``decoded[k]`` and nulls elsewhere, built from one buffer."""
+    sizes = np.zeros(rows, np.int32)
+    sizes[decoded] = IMAGE_BYTES
+    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int32)]).astype(np.int32)
+    valid = np.zeros(rows, bool)
+    valid[decoded] = True
+    mask = pa.array(valid).buffers()[1]
+    data = pa.py_buffer(np.ascontiguousarray(pixels, dtype=np.uint8))
+    return pa.Array.from_buffers(pa.binary(), rows, [mask, pa.py_buffer(offsets), data], null_count=rows - len(decoded))
+
+
+def _pixels_of(column: pa.Array) -> np.ndarray:
+    """(K, crop, crop, 3) uint8 view of the non-null cells of a ``_pixels_column`` (after joins too)."""
+    if len(column) == 0 or column.null_count == len(column):
+        return np.empty((0, EVAL_SIZE.crop, EVAL_SIZE.crop, 3), np.uint8)
+    _, offsets_buffer, data_buffer = column.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32)[column.offset : column.offset + len(column) + 1]
+    data = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]]
+    return data.reshape(-1, EVAL_SIZE.crop, EVAL_SIZE.crop, 3)
+
+
+def _binary_at(rows: int, at: list[int], cells: list[bytes]) -> pa.Array:
+    column: list[bytes | None] = [None] * rows
+    for row, cell in zip(at, cells):
+        column[row] = cell
+    return pa.array(column, pa.binary())

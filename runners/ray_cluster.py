@@ -64,6 +64,11 @@ class Scaling:
     preprocess_initial: int  # ... and the size it starts at
     batch_size: int
 
+    @property
+    def calls_per_predictor(self) -> int:
+        """Batches one predictor actor runs at once: two on a GPU (see ``classify_pool``), one on CPU."""
+        return 2 if self.gpus else 1
+
     def preprocess_pool(self) -> ray.data.ActorPoolStrategy:
         """Started at its planned size (Ray Data grows a pool one actor a step from min_size)."""
         return ray.data.ActorPoolStrategy(min_size=1, max_size=self.preprocess_actors, initial_size=self.preprocess_initial)
@@ -77,7 +82,7 @@ class Scaling:
         """
         if not self.gpus:
             return ray.data.ActorPoolStrategy(size=self.classify_actors)
-        return ray.data.ActorPoolStrategy(size=self.classify_actors, max_concurrent_calls_per_actor=2,
+        return ray.data.ActorPoolStrategy(size=self.classify_actors, max_concurrent_calls_per_actor=self.calls_per_predictor,
                                           enable_true_multi_threading=True)
 
     def to_dict(self) -> dict:

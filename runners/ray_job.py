@@ -22,20 +22,22 @@ import argparse
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
 import ray
 
 from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from job.config import JobConfig
+from job.config import JobConfig, with_decode_for
 from job.driver import EngineRun, PreparedJob, run_job
 from job.parts import FILE, PartCollector
 from job.plan import InputPlan
 from job.stages import Classify, Preprocess
 from job.timeline import device_seconds_of
-from runners.ray_blocks import block_of, batch_of
+from runners.ray_blocks import batch_of, block_of
 from runners.ray_cluster import RaySession, Scaling, plan_scaling
+from runners.ray_feedback import BoardReader, IdleMeter, start_board
 from runners.ray_placement import placement_summary, record_placement, start_registry
 
 # Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
@@ -49,34 +51,43 @@ class RayPreprocess:
         record_placement(run_id, "preprocess")
         self.plan = plan
         self.preprocess = Preprocess(config)
+        # --decode auto: the predictors' word on how hungry the device is, for this decoder's router.
+        self.board = BoardReader(run_id) if config.decode == "auto" else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
         for index in batch[FILE].tolist():
             for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS):
                 yield block_of(block)
+                feedback = self.board.poll() if self.board else None
+                if feedback is not None:
+                    self.preprocess.feedback(feedback)
 
 
 class RayClassify:
     """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device."""
 
-    def __init__(self, config: JobConfig, run_id: str) -> None:
+    def __init__(self, config: JobConfig, run_id: str, images: int, concurrency: int) -> None:
         import os
 
         import torch
 
-        record_placement(run_id, "classify")
         # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
-        self.classify = Classify(config)
+        self.classify = Classify(config, images=images)
         device = self.classify.predictor.device
+        decoder = self.classify.device_stage.decoder.name if config.decode != "cpu" else None
+        record_placement(run_id, "classify", device=str(device), compiled=self.classify.compiled, decoder=decoder)
         if device.type == "cpu" and ray.get_gpu_ids():
             print(f"GPU {ray.get_gpu_ids()} was assigned but CUDA is not usable here: the predictor runs on CPU", file=sys.stderr)
         if device.type == "cpu":
             # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
             # bottleneck by far, so let it use the node's cores.
             torch.set_num_threads(os.cpu_count() or 1)
+        actor = ray.get_runtime_context().get_actor_id()
+        self.meter = IdleMeter(run_id, actor, concurrency) if config.decode == "auto" else nullcontext()
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
-        return self.classify(batch_of(batch))
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        with self.meter:
+            return self.classify(batch_of(batch))
 
 
 def build_dataset(job: PreparedJob, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
@@ -103,10 +114,12 @@ def build_dataset(job: PreparedJob, scaling: Scaling, classify: type = RayClassi
     return decoded.map_batches(
         classify,
         batch_size=scaling.batch_size,
+        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray_blocks)
         compute=scaling.classify_pool(),
         num_gpus=1 if scaling.gpus else 0,
         num_cpus=1,
-        fn_constructor_kwargs={"config": job.config, "run_id": job.run_id},
+        fn_constructor_kwargs={"config": job.config, "run_id": job.run_id, "images": job.pending.rows,
+                               "concurrency": scaling.calls_per_predictor},
     )
 
 
@@ -127,12 +140,17 @@ def collect_parts(dataset: ray.data.Dataset, job: PreparedJob) -> tuple[PartColl
 def run_on_ray(job: PreparedJob, args: argparse.Namespace, session: RaySession) -> EngineRun:
     """Run the pipeline on the pending files; the driver's job.driver does the rest."""
     scaling = plan_scaling(job.config, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files))
-    registry = start_registry(job.run_id)
-    collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling), job))
-    placement = placement_summary(registry)
-    ray.kill(registry)
-    return EngineRun(settings={"scaling": scaling.to_dict(), "placement": placement}, progress=collector.progress,
-                     device_seconds=device_seconds, predictors=scaling.classify_actors)
+    job.config = with_decode_for(job.config, has_gpu=scaling.gpus > 0)
+    helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.config.decode == "auto" else [])]
+    try:
+        collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling), job))
+        placement, chosen = placement_summary(helpers[0])
+    finally:
+        for actor in helpers:
+            ray.kill(actor)
+    settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {})}
+    return EngineRun(settings=settings, progress=collector.progress, device_seconds=device_seconds,
+                     predictors=scaling.classify_actors)
 
 
 def get_ray_args_parser() -> argparse.ArgumentParser:

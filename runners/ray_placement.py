@@ -17,28 +17,33 @@ REGISTRY_NAME = "batch-inference-placement"
 class PlacementRegistry:
     def __init__(self) -> None:
         self.nodes: dict[str, list[str]] = {}
+        self.facts: dict[str, list[dict]] = {}
 
-    def record(self, stage: str, node_id: str) -> None:
+    def record(self, stage: str, node_id: str, facts: dict) -> None:
         self.nodes.setdefault(stage, []).append(node_id)
+        self.facts.setdefault(stage, []).append(facts)
 
-    def snapshot(self) -> dict[str, list[str]]:
-        return self.nodes
+    def snapshot(self) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
+        return self.nodes, self.facts
 
 
 def start_registry(run_id: str) -> ray.actor.ActorHandle:
     return PlacementRegistry.options(name=f"{REGISTRY_NAME}-{run_id}").remote()
 
 
-def record_placement(run_id: str, stage: str) -> None:
-    """Called in a stage actor's constructor: report the node this actor runs on."""
+def record_placement(run_id: str, stage: str, **facts: object) -> None:
+    """Called in a stage actor's constructor: report the node this actor runs on, and what it chose (``facts``)."""
     registry = ray.get_actor(f"{REGISTRY_NAME}-{run_id}")
-    ray.get(registry.record.remote(stage, ray.get_runtime_context().get_node_id()))
+    ray.get(registry.record.remote(stage, ray.get_runtime_context().get_node_id(), facts))
 
 
-def placement_summary(registry: ray.actor.ActorHandle) -> dict[str, list[dict]]:
-    """{stage: [{"node_id", "node_gpus", "actors"}]} for the manifest."""
+def placement_summary(registry: ray.actor.ActorHandle) -> tuple[dict[str, list[dict]], dict[str, dict[str, list]]]:
+    """For the manifest: {stage: [{"node_id", "node_gpus", "actors"}]}, and {stage: {fact: its distinct values}}."""
     gpus = {node["NodeID"]: node["Resources"].get("GPU", 0) for node in ray.nodes()}
-    return {
-        stage: [{"node_id": node, "node_gpus": gpus.get(node, 0), "actors": count} for node, count in Counter(nodes).items()]
-        for stage, nodes in ray.get(registry.snapshot.remote()).items()
+    nodes, facts = ray.get(registry.snapshot.remote())
+    placement = {
+        stage: [{"node_id": node, "node_gpus": gpus.get(node, 0), "actors": count} for node, count in Counter(ids).items()]
+        for stage, ids in nodes.items()
     }
+    distinct = {stage: {key: sorted({str(f[key]) for f in reports}) for key in reports[0]} for stage, reports in facts.items() if reports}
+    return placement, {stage: values for stage, values in distinct.items() if values}

@@ -142,8 +142,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if not options.local:
         aws_target(options)
     config = config_from_args(args)
-    if config.decode == "gpu":
-        raise JobError("--decode gpu is not supported by the SageMaker runner (its handler decodes on the instance's CPUs); use --decode cpu")
+    if config.decode not in (None, "cpu"):
+        raise JobError(f"--decode {config.decode} is not supported by the SageMaker runner (its handler decodes on the "
+                       "instance's CPUs); use --decode cpu")
+    config = dataclasses.replace(config, decode="cpu")
     return run_job("sagemaker", config, lambda job: transform_and_assemble(job, options, serving_wheels),
                    packages=SDK_PACKAGES)
 

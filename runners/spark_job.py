@@ -28,7 +28,7 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
 
 from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from job.config import JobConfig, default_batch_size
+from job.config import JobConfig, default_batch_size, with_decode_for
 from job.driver import EngineRun, PreparedJob, run_job
 from job.errors import JobError
 from job.parts import FILE, ROW
@@ -165,9 +165,13 @@ class SparkSessionFor:
         if self.owned and self.session is not None:
             self.session.stop()
 
+    def gives_gpus(self) -> bool:
+        """Whether Spark gives each task a GPU (read from the session, once it runs)."""
+        return self.session.conf.get("spark.task.resource.gpu.amount", None) is not None
+
     def batch_size_for(self, config: JobConfig) -> int:
-        """The model batch: GPU-sized when Spark gives each task a GPU (read from the session, once it runs)."""
-        gpus = self.session.conf.get("spark.task.resource.gpu.amount", None)
+        """The model batch: GPU-sized when Spark gives each task a GPU."""
+        gpus = self.gives_gpus() or None
         if gpus is None:
             print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
                   file=sys.stderr)
@@ -183,12 +187,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     """Run the job; returns the manifest."""
     args = get_spark_args_parser().parse_args(argv)
     config = config_from_args(args)
-    if args.udf == "series" and config.decode == "gpu":
-        raise JobError("--udf series reproduces the reference benchmark's CPU decode; --decode gpu needs --udf iterator")
+    if args.udf == "series" and config.decode not in (None, "cpu"):
+        raise JobError(f"--udf series reproduces the reference benchmark's CPU decode; --decode {config.decode} needs --udf iterator")
     session = SparkSessionFor(args.master)
 
     def execute(job: PreparedJob) -> EngineRun:
-        return run(session.session, job, args, session.batch_size_for(job.config))
+        batch_size = session.batch_size_for(job.config)
+        job.config = with_decode_for(job.config, has_gpu=session.gives_gpus() and args.udf == "iterator")
+        return run(session.session, job, args, batch_size)
 
     return run_job("spark", config, execute, packages=("pyspark",), start_engine=session)
 

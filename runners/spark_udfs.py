@@ -62,12 +62,15 @@ def task_gpu_ids() -> list[int] | None:
     return [int(a) for a in gpu.addresses] if gpu and gpu.addresses else None
 
 
-def cached_classifier(config: JobConfig) -> Classify:
-    """The model for this task's GPU (or CPU), loaded once per Python worker and reused."""
+def cached_classifier(config: JobConfig, images: int | None = None) -> Classify:
+    """The model for this task's GPU (or CPU), loaded once per Python worker and reused.
+
+    ``images``: the job's size, which decides whether compiling the model repays itself.
+    """
     gpus = task_gpu_ids()
     key = (config, tuple(gpus or ()))
     if key not in _CLASSIFIERS:
-        _CLASSIFIERS[key] = Classify(config, gpu_ids=gpus)
+        _CLASSIFIERS[key] = Classify(config, gpu_ids=gpus, images=images)
     return _CLASSIFIERS[key]
 
 
@@ -158,7 +161,7 @@ class ReadAndClassify:
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)  # reading starts now...
-        classify = cached_classifier(self.spec.config)  # ...while the model loads (once per Python worker)
+        classify = cached_classifier(self.spec.config, self.spec.plan.rows)  # ...while the model loads (once per Python worker)
         yield from write_parts(self.spec, (classify(batch) for batch in batches))
 
 
@@ -171,7 +174,8 @@ class ReadAndPreprocess:
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in prefetched(preprocessed(self.spec, files), self.spec.prefetch):
             # One crop x crop x 3 uint8 image per row (HWC); null where the row has an error.
-            column = [p.tobytes() if e is None else None for p, e in zip(batch.pixels, batch.errors)]
+            pixels = iter(batch.pixels)  # the rows without errors, in row order
+            column = [next(pixels).tobytes() if e is None else None for e in batch.errors]
             columns = {"id": batch.ids, "pixels": column, "error": batch.errors, FILE: batch.files, ROW: batch.rows}
             yield pa.RecordBatch.from_pydict(columns, schema=PIXELS_SCHEMA)
 
@@ -186,10 +190,8 @@ def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.Dat
         classify = Classify(config, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
         errs = [None if e is None or (isinstance(e, float) and np.isnan(e)) else e for e in errors]
         crop = EVAL_SIZE.crop
-        stacked = np.zeros((len(errs), crop, crop, 3), np.uint8)  # (N, crop, crop, 3), zeros for error rows
-        for i, (cell, error) in enumerate(zip(pixels, errs)):
-            if error is None:
-                stacked[i] = np.frombuffer(cell, np.uint8).reshape(crop, crop, 3)
+        ok = [np.frombuffer(cell, np.uint8).reshape(crop, crop, 3) for cell, error in zip(pixels, errs) if error is None]
+        stacked = np.stack(ok) if ok else np.empty((0, crop, crop, 3), np.uint8)  # (K, crop, crop, 3): the rows without errors
         table = classify(PixelBatch([""] * len(errs), stacked, errs))
         return pd.DataFrame({f.name: pd.Series(table.column(f.name).to_pylist(), dtype=object) for f in PREDICTION_FIELDS})
 

@@ -1,4 +1,4 @@
-"""``--decode gpu`` end to end on the CPU device: Ray and Spark meet the output contract and agree.
+"""``--decode gpu`` and ``auto`` end to end on the CPU device: every engine meets the output contract, and agrees.
 
 Without CUDA the device path decodes with libjpeg-turbo on the predictor's CPU; the routing,
 the CPU fallback and the error rows are the same code as on a GPU. Ray runs in a subprocess so
@@ -7,8 +7,11 @@ that this module's Spark and a Ray never share a process (``tests.common.spark.r
 
 from __future__ import annotations
 
-from runners import spark_job
+import subprocess
+import sys
+
 from job.cli import run_main
+from runners import spark_job
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.spark import run_ray_then_spark
@@ -26,6 +29,21 @@ def test_ray_and_spark_decode_on_the_device_and_agree(tmp_path):
     spark_by_id = {r["id"]: r for r in spark_rows}
     for row in ray_rows:
         assert (row["label"], row["error"]) == (spark_by_id[row["id"]]["label"], spark_by_id[row["id"]]["error"]), row["id"]
+
+
+def test_ray_error_rows_are_the_same_whatever_decodes(tmp_path):
+    """cpu, gpu and auto: the same rows errored with the same words, the same labels elsewhere."""
+    ids, bad = write_mixed(str(tmp_path / "in"))
+    outcomes = {}
+    for mode in ("cpu", "gpu", "auto"):
+        out = str(tmp_path / mode)
+        subprocess.run([sys.executable, "-m", "runners.ray_job", "--input", str(tmp_path / "in"), "--output", out, "--weights",
+                        "random", "--batch-size", "8", "--decode", mode], check=True)
+        rows, manifest = read_output(out)
+        assert_output_contract(rows, manifest, ids, bad)
+        assert manifest["config"]["decode"] == mode
+        outcomes[mode] = {r["id"]: r["error"] for r in rows}
+    assert outcomes["cpu"] == outcomes["gpu"] == outcomes["auto"]
 
 
 def test_sagemaker_and_series_udf_refuse_gpu_decode_in_one_line(tmp_path, capsys):

@@ -20,7 +20,7 @@ def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_pa
     rows, written = read_output(str(tmp_path / "workers"))
     assert written == manifest and manifest["engine"] == "local"
     assert_output_contract(rows, manifest, ids, bad)
-    assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu"}
+    assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu", "compiled": False}
     assert len(manifest["files"]) == 3  # one part per input file
     run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "inline"), "--workers", "0")
     inline = {r["id"]: r for r in read_output(str(tmp_path / "inline"))[0]}

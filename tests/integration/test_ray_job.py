@@ -74,14 +74,13 @@ def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):
     run("--input", str(tmp_path / "raw"), "--output", str(tmp_path / "out"))
     rows, manifest = read_output(str(tmp_path / "out"))
     assert manifest["counts"]["predicted"] == 10
-    config = JobConfig(input=str(tmp_path / "raw"), output=None, weights="random")
+    config = JobConfig(input=str(tmp_path / "raw"), output=None, weights="random", decode="cpu")
     plan = plan_input(resolve(config.input), config)
     preprocess, classify = Preprocess(config), Classify(config)
     expected = []
     for file in plan.files:
         for ids, batch in read_file(plan, file, batch_rows=64):
-            out = preprocess(batch)
-            expected += classify(ids, out.pixels, out.errors).to_pylist()
+            expected += classify(preprocess(ids, batch)).to_pylist()
     by_id = {r["id"]: r for r in rows}
     for row in expected:
         assert by_id[row["id"]]["topk_labels"] == row["topk_labels"]

@@ -36,13 +36,12 @@ def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket
     assert written == manifest and manifest["engine"] == "sagemaker" and manifest["settings"]["sagemaker"]["failed_shards"] == []
     assert_output_contract(rows, manifest, ids, bad)
     # Parity with Ray: Ray's test holds its output equal to these stages called directly.
-    config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env)
+    config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env, decode="cpu")
     plan = plan_input(resolve(config.input, s3_env), config)
     preprocess, classify, by_id = Preprocess(config), Classify(config), {r["id"]: r for r in rows}
     for file in plan.files:
         for batch_ids, batch in read_file(plan, file, batch_rows=64):
-            out = preprocess(batch)
-            for row in classify(batch_ids, out.pixels, out.errors).to_pylist():
+            for row in classify(preprocess(batch_ids, batch)).to_pylist():
                 assert by_id[row["id"]]["topk_labels"] == row["topk_labels"]
                 if row["topk_scores"]:
                     np.testing.assert_allclose(by_id[row["id"]]["topk_scores"], row["topk_scores"], atol=1e-4)

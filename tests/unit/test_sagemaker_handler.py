@@ -31,7 +31,7 @@ def test_round_trip_matches_the_shared_stages(model):
     assert content_type == codecs.PARQUET and got.schema.equals(OUTPUT_SCHEMA, check_metadata=False)
     assert got.column("id").to_pylist() == [i for i, _ in rows]
     # The same rows through Preprocess/Classify as Ray calls them: the handler adds nothing.
-    config = JobConfig(input=None, output=None, weights="random", topk=3)
+    config = JobConfig(input=None, output=None, weights="random", topk=3, decode="cpu")
     pixels = Preprocess(config)([i for i, _ in rows], pa.table({"image": pa.array([d for _, d in rows], pa.binary())}))
     expected = Classify(config)(pixels).to_pylist()
     for mine, theirs in zip(got.to_pylist(), expected):

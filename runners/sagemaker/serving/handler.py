@@ -46,7 +46,8 @@ def model_fn(model_dir: str) -> ServingModel:
     if weights != "random":
         weights = os.path.join(model_dir, WEIGHTS_FILE)
     raw_shape = options.pop("raw_shape", None)
-    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN,
+    # The handler decodes on the instance's CPUs, request by request.
+    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN, decode="cpu",
                        raw_shape=tuple(raw_shape) if raw_shape else None, **options)
     classify = Classify(config)
     batch_rows = default_batch_size(config, classify.predictor.device.type == "cuda")
