@@ -168,7 +168,7 @@ def test_a_failed_engine_fails_its_row_and_the_run(tmp_path, capfd):
         (["--engines", "ray", "--engine-args", "spark=--master local[1]"], "ENGINE one of ray"),
         (["--engine-args", "ray=--batch 4"], "--engine-args ray: --batch-size is the same for every engine; pass it to compare"),
         (["--engine-args", "spark=--nope 1"], "--engine-args spark: --nope 1 is not an option of runners.spark_job"),
-        (["--engine-args", "ray=--num-cpu-actors 0"], "--engine-args ray: argument --num-cpu-actors: must be a positive integer, got 0"),
+        (["--engine-args", "ray=--num-cpu-actors 0"], "--engine-args ray: argument --num-cpu-actors: must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_options_are_one_line_before_any_work(argv, message, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from job import driver
 from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
@@ -25,13 +26,13 @@ def s3_gone_after_planning(job: ModuleType, bucket: str, s3_env: str, proxy: Fau
     has planned (503 SlowDown, 2 tries a request); returns its exit code."""
     write_mixed(f"s3://{bucket}/images/", s3_env)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
-    prepare = job.prepare_job
+    prepare = driver.prepare_job
 
     def prepare_then_fail(config):
         prepared = prepare(config)
         proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
         return prepared
 
-    monkeypatch.setattr(job, "prepare_job", prepare_then_fail)
+    monkeypatch.setattr(driver, "prepare_job", prepare_then_fail)  # every engine's main plans through job.driver
     argv = ["--input", f"s3://{bucket}/images/", "--output", f"s3://{bucket}/preds/", "--s3-endpoint-url", proxy.url]
     return run_main(job.main, ["--weights", "random", *argv])
