@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from inference import choose_device, default_precision, load_model
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE, LoadedModel, eval_size
+from job import sample
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
-from runners import compare_report, report, sample
+from runners import compare_report, report
 from runners.commit import MANIFEST, read_manifest
 from runners.job import JobConfig, JobError, config_from_args, config_to_argv, get_args_parser, run_main
 from runners.parity import Parity, check_parity, read_outcomes

@@ -24,7 +24,8 @@ import uuid
 from dataclasses import dataclass
 
 from inference import load_model
-from runners import commit, report, resume, sample
+from job import sample
+from runners import commit, report, resume
 from runners.job import JobConfig
 from runners.source import InputPlan, plan_input
 from storage import Location, resolve

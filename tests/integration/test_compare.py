@@ -19,9 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from job.synthetic import synthetic_rows, write_dataset
 from runners import compare, compare_report
 from runners.job import run_main
-from runners.make_dataset import synthetic_rows, write_dataset
 from runners.parity import check_parity, read_outcomes
 from storage import resolve
 from tests.common.images import bad_images
