@@ -111,10 +111,10 @@ def _map_files(write: Callable[..., int], tasks: list[tuple], workers: int) -> l
     """``write(*task)`` for each task, in task order: in this process for one worker, else in a process pool."""
     if workers == 1:  # no pool to start: the same function writes the same files
         return [write(*task) for task in tasks]
-    # Not fork: this process may hold pyarrow's and the S3 client's threads, which a fork would
-    # copy mid-flight. The Location pickles whole (RetryingS3FileSystem keeps its retries).
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+    # Spawn, not fork: this process may hold pyarrow's and the S3 client's threads, which a fork
+    # would copy mid-flight; and unlike forkserver it leaves no server process behind, on any OS.
+    # The Location pickles whole (RetryingS3FileSystem keeps its retries across pickling).
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(write, *task) for task in tasks]
         try:
             return [future.result() for future in futures]
