@@ -19,8 +19,8 @@ import numpy as np
 
 from benchmarks.common import append_result
 from inference.model import RECIPE, eval_size
+from job.synthetic import encode, synthetic_image
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
-from runners.make_dataset import encode, synthetic_image
 
 SIZES = {"imagenet_500x375": (500, 375), "photo_12mp_4000x3000": (4000, 3000)}
 

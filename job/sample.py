@@ -6,14 +6,14 @@ are no image), so a first run shows both sides of the output contract.
 
 from __future__ import annotations
 
-from runners.make_dataset import synthetic_rows, write_dataset
+from job.synthetic import Row, synthetic_rows, write_dataset
 from storage import resolve
 
 SAMPLE_IMAGES = 48
 SAMPLE_SIZE = (640, 480)
 
 
-def sample_rows():
+def sample_rows() -> list[Row]:
     rows = list(synthetic_rows(SAMPLE_IMAGES, "jpeg", SAMPLE_SIZE, seed=0))
     truncated = rows[0][1][: len(rows[0][1]) // 3]
     return [*rows, ("bad-truncated-jpeg", truncated), ("bad-not-an-image", b"this is not an image")]

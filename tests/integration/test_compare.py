@@ -19,10 +19,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from job.cli import run_main
+from job.synthetic import synthetic_rows, write_dataset
 from runners import compare
 from runners.compare import report as compare_report
-from job.cli import run_main
-from runners.make_dataset import synthetic_rows, write_dataset
 from runners.compare.parity import check_parity, read_outcomes
 from storage import resolve
 from tests.common.images import bad_images
