@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -55,6 +56,18 @@ def test_renew_moves_the_expiry(output):
     lease.renew()
     assert lease.record.expires_at > before and lease_file(output)["expires_at"] == lease.record.expires_at
     lease.check()
+
+
+def test_a_write_of_ours_whose_answer_was_lost_is_still_ours(output):
+    """A conditional write can take effect and its answer be lost (a reset): the retry must not refuse its own run."""
+    lease = OutputLease.acquire(output, owner("run-1"), ttl_s=60)
+    later = dataclasses.replace(lease.record, expires_at=lease.record.expires_at + 30)
+    assert replace_if(output, output.join(LEASE_NAME), later.to_bytes(), lease.version) is not None  # the lost renewal
+    lease.renew()  # from the version the store holds, not the one this object knew
+    lease.check()
+    assert OutputLease.acquire(output, owner("run-1"), ttl_s=60).version == read_versioned(output, output.join(LEASE_NAME))[1]
+    with pytest.raises(JobError, match="holds its lease"):
+        OutputLease.acquire(output, owner("run-2"), ttl_s=60)
 
 
 def test_an_expired_lease_is_taken_over_only_with_resume(output):
