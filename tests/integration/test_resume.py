@@ -110,3 +110,4 @@ def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_p
 
     assert run_main(main, [*argv, "--resume"]) == 0  # finished: nothing to do, and it says so
     assert "already holds a finished job (_SUCCESS.json); nothing to do" in capsys.readouterr().err
+    assert not (tmp_path / "out" / LEASE_NAME).exists()  # released by the finished run, and by the no-op one
