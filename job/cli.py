@@ -41,6 +41,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--id-column", default="id", help="column of row ids; absent: '<file name>:<row index>' (default: id)")
     io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
     io.add_argument("--limit", type=int, help="process only the first N images")
+    io.add_argument("--skip-id-check", action="store_true",
+                    help="for inputs known to be clean: saves one read of the id column, about 0.3 s per million ids "
+                         "(a repeated id is then found only after the run)")
     io.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
     io.add_argument("--resume", action="store_true",
                     help="finish an interrupted job on --output: keep its committed parts, run only the other input files "

@@ -7,11 +7,14 @@ An engine's command is three lines around its own ``execute(job) -> EngineRun``:
         return run_job("ray", config_from_args(args), lambda job: run_on_ray(job, args), packages=("ray",))
 
 ``prepare_job`` does everything that can fail before any work: the built-in sample, the input
-plan, the output prefix (``job.prefix``: refuse, clear, or keep the parts of an interrupted
+plan (``job.plan``: the dataset checks), the output's lease (``job.lease``: one run per output
+prefix), the output prefix (``job.prefix``: refuse, clear, or keep the parts of an interrupted
 run), the weights (loaded once here, so a bad checkpoint stops the job before 100 workers
 try). The engine then runs ``job.pending`` (the planned files without a committed part),
 committing one part per input file through ``job.parts``. ``finish_job`` verifies every part
-against the whole plan and writes the manifest last.
+against the whole plan, checks the lease is still this run's and writes the manifest last.
+The lease is renewed from prepare to the manifest and released after, whatever happened; a
+crashed process's lease stops being renewed and expires.
 """
 
 from __future__ import annotations
@@ -21,18 +24,19 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from job import prefix, report, sample
 from job.config import JobConfig
+from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
 from job.parts import STAGING, Parts, output_options
 from job.plan import InputPlan, plan_input
 from job.timeline import summarize
-from storage import Location, resolve
+from storage import Location, require_bucket, resolve
 
 
 @dataclass
@@ -43,6 +47,8 @@ class PreparedJob:
     output: Location
     run_id: str
     parts: Parts  # names and commits the part of each input file
+    lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
+    holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     resumed: tuple[str, ...] = ()  # parts an earlier run committed, kept by --resume
     finished: Manifest | None = None  # --resume on a finished job: its manifest, nothing to run
 
@@ -63,32 +69,51 @@ def run_job(engine: str, config: JobConfig, execute: Callable[[PreparedJob], Eng
 
     ``start_engine`` (Ray's session, Spark's) is entered in this thread while another plans the
     input and loads the weights: start-up is the two side by side, not one after the other.
+    The output's lease, taken while preparing, is released once the manifest is written, or
+    when anything fails (the engine's start included).
     """
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as pool:
         preparing = pool.submit(prepare_job, config)
-        with start_engine if start_engine is not None else nullcontext():
-            job = preparing.result()
-            if job.finished is not None:
-                return job.finished.to_dict()
-            started = time.perf_counter()
-            run = execute(job) if job.pending.files else EngineRun(settings={})
-            seconds = time.perf_counter() - started if job.pending.files else 0.0
-    manifest = finish_job(job, engine, seconds, run, packages)
+        with _released_at_the_end(preparing):
+            with start_engine if start_engine is not None else nullcontext():
+                job = preparing.result()
+                if job.finished is not None:
+                    return job.finished.to_dict()
+                started = time.perf_counter()
+                run = execute(job) if job.pending.files else EngineRun(settings={})
+                seconds = time.perf_counter() - started if job.pending.files else 0.0
+            manifest = finish_job(job, engine, seconds, run, packages)
     report.print_summary(manifest)
     return manifest.to_dict()
 
 
 def prepare_job(config: JobConfig) -> PreparedJob:
-    """Validate everything the job needs; raise JobError/StorageError/WeightsError otherwise."""
-    from inference import load_model  # torch: only the driver and the predictors need it
+    """Validate everything the job needs; raise JobError/StorageError/WeightsError otherwise.
 
+    The returned job holds the output's lease (renewed in a thread): close ``job.holding`` to
+    release it. If preparing fails after taking the lease, the lease is released here.
+    """
     config = _with_defaults(config)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)
     output = resolve(config.output, config.s3_endpoint_url)
+    require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    # --overwrite and --resume are the answers to a run that died; both may take its expired lease.
+    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), take_over_expired=config.resume or config.overwrite)
+    with ExitStack() as holding:
+        holding.enter_context(lease.held())
+        job = _prepare_output(config, plan, output, run_id, lease)
+        job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
+    return job
+
+
+def _prepare_output(config: JobConfig, plan: InputPlan, output: Location, run_id: str, lease: OutputLease) -> PreparedJob:
+    """Under the lease: decide what the output prefix holds means for this run, then load the weights."""
+    from inference import load_model  # torch: only the driver and the predictors need it
+
     parts = Parts(output, output.join(STAGING, run_id), plan.location.path, output_options(config, plan))
     state = prefix.prepare_output(output, config, parts, plan.files)
-    job = PreparedJob(config, plan, plan, output, run_id, parts, state.committed, state.finished)
+    job = PreparedJob(config, plan, plan, output, run_id, parts, lease, ExitStack(), state.committed, state.finished)
     if state.finished is not None:
         return job
     load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # fail here, not in 100 workers
@@ -98,6 +123,21 @@ def prepare_job(config: JobConfig) -> PreparedJob:
         print(f"--resume: {len(state.committed)} of {len(plan.files)} files already committed, running {len(job.pending.files)}",
               file=sys.stderr)
     return job
+
+
+@contextmanager
+def _released_at_the_end(preparing: Future) -> Iterator[None]:
+    """Release the prepared job's lease when the block ends, however it ends.
+
+    The block may fail before ``prepare_job`` is done (the engine did not start): this waits
+    for it then, so a lease it took is released, not left to expire. A failed ``prepare_job``
+    released its own.
+    """
+    try:
+        yield
+    finally:
+        if preparing.exception() is None:
+            preparing.result().holding.close()
 
 
 def finish_job(job: PreparedJob, engine: str, seconds: float, run: EngineRun, packages: Sequence[str] = ()) -> Manifest:
@@ -118,6 +158,7 @@ def finish_job(job: PreparedJob, engine: str, seconds: float, run: EngineRun, pa
         versions=report.versions(*packages), hardware=report.hardware(), settings=run.settings,
         manifest=job.output.uri_of(job.output.join(MANIFEST)),
     )
+    job.lease.check()  # the manifest is written only by the run that holds the output
     write_manifest(job.output, manifest)
     return manifest
 

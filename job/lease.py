@@ -4,7 +4,8 @@ Schedulers retry and double-fire; two runs of one nightly job into one prefix mu
 interleave. The driver takes the lease before it looks at the output prefix and holds it to the
 manifest::
 
-    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), ttl_s, take_over_expired=config.resume)
+    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), ttl_s,
+                                take_over_expired=config.resume or config.overwrite)
     with lease.held():  # renews every ttl/3 in a thread; releases at the end, whatever happened
         ...plan the output, run, verify...
         lease.check()  # still ours: nobody took it over while this run stalled
@@ -12,10 +13,12 @@ manifest::
 
 The lease is written only by conditional writes (``storage.conditional``): created only where
 none exists (S3 ``If-None-Match: *``, a local exclusive create), renewed and taken over only
-from the version its writer read (S3 ``If-Match``), so of two runs racing, exactly one wins.
+from the version its writer read (S3 ``If-Match``), so of two runs racing, exactly one wins. A
+write of ours whose answer was lost still counts as ours: the lease names its run.
 A second run is refused in one line naming the holder and when its lease expires. A crashed run
-stops renewing; once its lease expired, ``--resume`` (``take_over_expired``) replaces it. Expiry
-is wall-clock time: hosts' clocks must agree to well within the TTL (NTP gives milliseconds).
+stops renewing; once its lease expired, ``--resume`` or ``--overwrite`` (``take_over_expired``)
+replaces it. Expiry is wall-clock time: hosts' clocks must agree to well within the TTL (NTP
+gives milliseconds).
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ class OutputLease:
             if current is None:
                 continue  # released between our create and our read: try again
             holder = LeaseRecord.from_bytes(location.uri_of(path), current[0])
+            if holder.owner == owner:  # our create took effect but its answer was lost; the retry found it
+                return cls(location, holder, current[1], ttl_s)
             _refuse_unless_expired(location.uri_of(path), holder, take_over_expired)
             version = replace_if(location, path, record.to_bytes(), current[1])
             if version is not None:
@@ -108,15 +113,32 @@ class OutputLease:
         """Move the expiry ``ttl_s`` ahead; raise JobError if another run took the lease over."""
         record = LeaseRecord(self.record.owner, self.record.acquired_at, time.time() + self.ttl_s)
         version = replace_if(self.location, self.path, record.to_bytes(), self.version)
+        if version is None and self._still_ours():  # an earlier renewal took effect unanswered: from its version
+            version = replace_if(self.location, self.path, record.to_bytes(), self.version)
         if version is None:
             raise self._lost_error()
         self.record, self.version = record, version
 
     def check(self) -> None:
         """Raise JobError unless this run still holds the lease (call it before writing the manifest)."""
-        current = read_versioned(self.location, self.path)
-        if self._lost is not None or current is None or current[1] != self.version:
+        if self._lost is not None or not self._still_ours():
             raise self._lost or self._lost_error()
+
+    def _still_ours(self) -> bool:
+        """Whether the lease object names this run; adopts its version if so.
+
+        Only this run writes its owner (the run id is new each run), so a version of ours that
+        this object does not know is a write whose answer was lost (a timeout, a reset) after it
+        took effect: the store has it, and a retried conditional write would fail against it.
+        """
+        current = read_versioned(self.location, self.path)
+        if current is None:
+            return False
+        record = LeaseRecord.from_bytes(self.uri, current[0])
+        if record.owner != self.record.owner:
+            return False
+        self.record, self.version = record, current[1]
+        return True
 
     def release(self) -> bool:
         """Delete the lease if it is still this run's; False when it no longer was."""

@@ -1,30 +1,33 @@
 """The input side of every job: plan which Parquet files to read, then read them in batches.
 
-``plan_input`` runs once on the driver, before any work: it lists the files, checks the
-columns, counts rows from the Parquet footers (rows in, for the manifest) and applies
-``--limit``. ``read_file`` runs on workers: it streams one planned file in record batches
-with a stable ``id`` per row (``read_planned`` adds each batch's position in the file). A
-file is the unit of work for every engine, and the unit of output: one part per input file.
+``plan_input`` runs once on the driver, before any work: it lists the data files
+(``job.data_files``: nested partition folders read, writers' markers skipped), then checks the
+dataset as a whole (``job.dataset_check``: every file's columns against the first's, ids unique
+across the input unless ``--skip-id-check``), counts rows from the Parquet footers (rows in,
+for the manifest) and applies ``--limit``. The plan is a snapshot of the listing: files added
+while the job runs are not part of it (the next run picks them up). ``read_file`` runs on
+workers: it streams one planned file in record batches with a stable ``id`` per row
+(``read_planned`` adds each batch's position in the file). A file is the unit of work for
+every engine, and the unit of output: one part per input file.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from job.columns import SHAPE_COLUMNS  # per-row raw pixel shape, when present; imported from here too
 from job.config import JobConfig
-from job.errors import JobError
-from storage import Location, require_bucket, storage_errors
+from job.data_files import list_data_files
+from job.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
+from storage import Location, storage_errors
 
-SHAPE_COLUMNS = ("height", "width", "channels")  # per-row raw pixel shape, when present
-# Footers are small; reading many at once hides S3 latency when planning thousands of files.
-FOOTER_READ_THREADS = 32
+__all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "plan_input", "read_file", "read_planned"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +54,13 @@ class InputPlan:
 
 
 def plan_input(location: Location, config: JobConfig) -> InputPlan:
-    """List and validate the input, before any work is scheduled."""
-    paths = _list_parquet(location)
-    schema = _read_schema(location, paths[0])
-    _check_image_column(location, paths[0], schema, config.image_column)
-    id_column = config.id_column if config.id_column in schema.names else None
-    shape_columns = config.raw_shape is None and all(c in schema.names for c in SHAPE_COLUMNS)
-    files = _apply_limit(list(zip(paths, _row_counts(location, paths))), config.limit)
-    if not files:
-        raise JobError(f"{location.uri}: the input has no rows; nothing to do")
-    return InputPlan(location, tuple(files), id_column, config.image_column, shape_columns)
+    """List and check the input (JobError, one line, on a problem), before any work is scheduled."""
+    report = check_dataset(location, list_data_files(location), image_column=config.image_column,
+                           id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
+                           check_ids=not config.skip_id_check)
+    _say_skipped(location, report)
+    files = tuple(InputFile(path, rows) for path, rows in report.files)
+    return InputPlan(location, files, report.columns.id_column, config.image_column, report.columns.shape_columns)
 
 
 def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tuple[list[str], pa.RecordBatch]]:
@@ -97,63 +97,9 @@ def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int) -> list[
     return [f"{name}:{start + i}" if v is None else v for i, v in enumerate(ids)]
 
 
-def _list_parquet(location: Location) -> list[str]:
-    with storage_errors(location.uri):
-        info = location.filesystem.get_file_info(location.path)
-        if info.type == pafs.FileType.File:
-            return [location.path]
-        if info.type == pafs.FileType.NotFound:
-            require_bucket(location, "--input")
-            raise JobError(f"{location.uri}: no such file or prefix; check --input")
-        infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
-    paths = sorted(i.path for i in infos if i.type == pafs.FileType.File and _is_data_file(i.path))
-    if not paths:
-        raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input")
-    return paths
-
-
-def _is_data_file(path: str) -> bool:
-    """Parquet data files, skipping the _SUCCESS/_metadata/.crc companions writers leave."""
-    name = os.path.basename(path)
-    return not name.startswith(("_", ".")) and not name.endswith((".crc", ".json"))
-
-
-def _read_schema(location: Location, path: str) -> pa.Schema:
-    with storage_errors(location.uri_of(path)):
-        try:
-            return pq.read_schema(location.filesystem.open_input_file(path))
-        except pa.ArrowInvalid as e:
-            raise JobError(f"{location.uri_of(path)}: not a Parquet file ({e})") from e
-
-
-def _check_image_column(location: Location, path: str, schema: pa.Schema, column: str) -> None:
-    if column not in schema.names:
-        raise JobError(
-            f"{location.uri_of(path)}: no column {column!r} (columns: {', '.join(schema.names)}); "
-            "pass --image-column"
-        )
-
-
-def _row_counts(location: Location, paths: list[str]) -> list[int]:
-    def count(path: str) -> int:
-        with storage_errors(location.uri_of(path)):
-            try:
-                return pq.ParquetFile(location.filesystem.open_input_file(path)).metadata.num_rows
-            except pa.ArrowInvalid as e:
-                raise JobError(f"{location.uri_of(path)}: not a Parquet file ({e})") from e
-
-    with ThreadPoolExecutor(max_workers=min(FOOTER_READ_THREADS, len(paths))) as pool:
-        return list(pool.map(count, paths))
-
-
-def _apply_limit(files: list[tuple[str, int]], limit: int | None) -> list[InputFile]:
-    planned, remaining = [], limit
-    for path, rows in files:
-        take = rows if remaining is None else min(rows, remaining)
-        if take > 0:
-            planned.append(InputFile(path, take))
-        if remaining is not None:
-            remaining -= take
-            if remaining <= 0:
-                break
-    return planned
+def _say_skipped(location: Location, report: DatasetReport) -> None:
+    """One stderr line for the files without rows: nothing to run, but a user may wonder where they went."""
+    if report.empty:
+        more = f" and {len(report.empty) - 1} more" if len(report.empty) > 1 else ""
+        print(f"input: skipping {len(report.empty)} files without rows ({location.uri_of(report.empty[0])}{more})",
+              file=sys.stderr)

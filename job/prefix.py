@@ -5,6 +5,7 @@ An output prefix holds::
     part-<stem>-<8 hex>.parquet   one per planned input file, with every row of that file (job.parts)
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
     _SUCCESS.json                 written last, after every part was verified (job.manifest)
+    _lease.json                   while a run writes the prefix: who, until when (job.lease)
 
 Before any work, ``prepare_output`` decides what an existing prefix means for this run:
 - empty (or absent): every planned input file runs;
@@ -14,7 +15,9 @@ Before any work, ``prepare_output`` decides what an existing prefix means for th
 - partial (parts, no manifest: an earlier run was killed): refused, unless ``--overwrite`` or
   ``--resume``, which keeps each part whose footer says it holds every planned row of its
   input file under the same options, and runs only the other files.
-Files this job does not write are never deleted: a prefix holding any is refused.
+Files this job does not write are never deleted: a prefix holding any is refused. The caller
+holds the prefix's lease (``job.driver``), so no other run changes it meanwhile; ``--overwrite``
+clears everything but that lease.
 
 After the work, ``verify`` holds every part against the plan (rows in == rows out, no id
 twice) before the manifest is written; it keeps the ids in memory (about 30 bytes a row),
@@ -37,10 +40,11 @@ import pyarrow.parquet as pq
 
 from job.config import JobConfig
 from job.errors import JobError
+from job.lease import LEASE_NAME
 from job.manifest import MANIFEST, Counts, Manifest, read_manifest
 from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, Parts, read_part_record
 from job.plan import FOOTER_READ_THREADS, InputFile
-from storage import Location, require_bucket, storage_errors
+from storage import Location, storage_errors
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
 
@@ -52,10 +56,10 @@ class OutputState:
 
 
 def prepare_output(location: Location, config: JobConfig, parts: Parts, files: tuple[InputFile, ...]) -> OutputState:
-    """Refuse, clear, or keep what the output prefix holds (see the module docstring)."""
+    """Refuse, clear, or keep what the output prefix holds (see the module docstring); the caller holds its lease."""
     with storage_errors(location.uri):
-        require_bucket(location, "--output")
-        names = _our_files(location)
+        # The lease is this run's (the caller took it): not output, never cleared by --overwrite.
+        names = [n for n in _our_files(location) if n != LEASE_NAME]
     if not names:
         return OutputState()
     if config.overwrite:
@@ -75,7 +79,7 @@ def _our_files(location: Location) -> list[str]:
     """The files under the prefix (relative names); raise if any is not ours."""
     infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True, allow_not_found=True))
     names = sorted(os.path.relpath(i.path, location.path) for i in infos if i.type == pafs.FileType.File)
-    foreign = [n for n in names if not (n == MANIFEST or n.startswith((STAGING + "/", PART_PREFIX)))]
+    foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith((STAGING + "/", PART_PREFIX)))]
     if foreign:
         raise JobError(f"{location.uri} holds files this job did not write (e.g. {foreign[0]}); choose an empty --output")
     return names

@@ -3,12 +3,15 @@
 The job runs as a real subprocess (``python -m runners.ray_job`` / ``runners.spark_job``) in
 its own session; once a part is committed, the whole process group (driver, local Ray or
 Spark JVM, workers) gets SIGKILL. No manifest may exist then, and every part present must
-hold its whole input file. A plain re-run is refused; ``--resume`` skips the committed files
-(their parts are not rewritten) and ends with exactly one row per id.
+hold its whole input file. The killed run leaves its output lease behind (``job.lease``): until
+it expires a re-run is refused naming the killed process; the test then ages the lease, as its
+TTL passing would. ``--resume`` takes the lease over, skips the committed files (their parts are
+not rewritten) and ends with exactly one row per id.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -19,6 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from job.lease import LEASE_NAME, LeaseRecord
 from job.manifest import MANIFEST
 from job.parts import STAGING, read_part_record
 from job.prefix import list_parts
@@ -43,8 +47,8 @@ def images(tmp_path) -> tuple[Path, list[str]]:
     return tmp_path / "in", ids
 
 
-def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) -> None:
-    """Start the job in its own session; SIGKILL the whole group once a part is committed."""
+def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) -> int:
+    """Start the job in its own session; SIGKILL the whole group once a part is committed; returns the driver's pid."""
     with open(log, "w") as sink:
         job = subprocess.Popen([sys.executable, "-m", f"runners.{engine}_job", *argv], start_new_session=True,
                                stdout=sink, stderr=subprocess.STDOUT)
@@ -57,6 +61,13 @@ def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) ->
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
+    return job.pid
+
+
+def expire_lease(out: Path) -> None:
+    """Move the lease's expiry into the past: what its TTL passing without renewals does."""
+    record = LeaseRecord.from_bytes(str(out / LEASE_NAME), (out / LEASE_NAME).read_bytes())
+    (out / LEASE_NAME).write_bytes(dataclasses.replace(record, expires_at=time.time() - 1).to_bytes())
 
 
 def assert_parts_whole(out: Path, source: Path) -> dict[str, int]:
@@ -67,7 +78,7 @@ def assert_parts_whole(out: Path, source: Path) -> dict[str, int]:
         expected = pq.read_table(source / record["input_file"], columns=["id"]).column("id").to_pylist()
         assert pq.read_table(out / name).column("id").to_pylist() == expected and rows == ROWS_PER_FILE, name
         stamps[name] = (out / name).stat().st_mtime_ns
-    assert set(os.listdir(out)) - {STAGING} == set(stamps)  # nothing half-written beside them
+    assert set(os.listdir(out)) - {STAGING, LEASE_NAME} == set(stamps)  # nothing half-written beside them
     return stamps
 
 
@@ -76,16 +87,16 @@ def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_p
     source, ids = images
     main, engine_args = ENGINES[engine]
     argv = ["--input", str(source), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "8", *engine_args]
-    kill_after_first_part(engine, argv, tmp_path / "out", tmp_path / "killed.log")
+    killed = kill_after_first_part(engine, argv, tmp_path / "out", tmp_path / "killed.log")
     assert not (tmp_path / "out" / MANIFEST).exists()
     kept = assert_parts_whole(tmp_path / "out", source)
     assert 1 <= len(kept) < FILES, f"the kill should land mid-run: {len(kept)} of {FILES} parts"
 
     capsys.readouterr()
-    assert run_main(main, argv) == 2  # refused in one line, before any engine starts
+    assert run_main(main, [*argv, "--resume"]) == 2  # its lease is still live: nobody can tell it died
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"holds a partial output of an earlier run ({len(kept)} committed parts" in err, err
-    assert "pass --resume to finish it or --overwrite to start over" in err
+    assert err.count("\n") == 1 and f"(pid {killed}) holds its lease until" in err and "wait for it" in err, err
+    expire_lease(tmp_path / "out")
     resumed = subprocess.run([sys.executable, "-m", f"runners.{engine}_job", *argv, "--resume"], capture_output=True, text=True,
                              timeout=FIRST_PART_TIMEOUT_S * 2)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -99,3 +110,4 @@ def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_p
 
     assert run_main(main, [*argv, "--resume"]) == 0  # finished: nothing to do, and it says so
     assert "already holds a finished job (_SUCCESS.json); nothing to do" in capsys.readouterr().err
+    assert not (tmp_path / "out" / LEASE_NAME).exists()  # released by the finished run, and by the no-op one

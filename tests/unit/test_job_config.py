@@ -63,8 +63,14 @@ def test_config_is_frozen_and_recorded_whole():
         JobConfig(input="s3://b/in", output="/tmp/out", weights="random"),
         JobConfig(input="in", output="out", weights="/w.pt", s3_endpoint_url="http://127.0.0.1:9000", image_column="img",
                   id_column="key", raw_shape=(256, 256, 3), limit=7, batch_size=8, precision="bf16", topk=3,
-                  max_pixels=1000, overwrite=True),
+                  max_pixels=1000, overwrite=True, skip_id_check=True),
     ],
 )
 def test_config_to_argv_parses_back_to_the_same_config(config):
     assert config_from_args(get_args_parser().parse_args(config_to_argv(config))) == config
+
+
+def test_skip_id_check_is_off_unless_asked_for():
+    parser = get_args_parser()
+    assert not config_from_args(parser.parse_args(["--input", "x", "--output", "y"])).skip_id_check
+    assert config_from_args(parser.parse_args(["--input", "x", "--output", "y", "--skip-id-check"])).skip_id_check

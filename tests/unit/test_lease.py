@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
+from job.config import JobConfig
+from job.driver import EngineRun, PreparedJob, run_job
 from job.errors import JobError
 from job.lease import LEASE_NAME, LeaseOwner, OutputLease
 from storage import Location, resolve
 from storage.conditional import create_exclusive, delete_if, read_versioned, replace_if
+from tests.common.datasets import write_mixed
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -55,6 +61,18 @@ def test_renew_moves_the_expiry(output):
     lease.renew()
     assert lease.record.expires_at > before and lease_file(output)["expires_at"] == lease.record.expires_at
     lease.check()
+
+
+def test_a_write_of_ours_whose_answer_was_lost_is_still_ours(output):
+    """A conditional write can take effect and its answer be lost (a reset): the retry must not refuse its own run."""
+    lease = OutputLease.acquire(output, owner("run-1"), ttl_s=60)
+    later = dataclasses.replace(lease.record, expires_at=lease.record.expires_at + 30)
+    assert replace_if(output, output.join(LEASE_NAME), later.to_bytes(), lease.version) is not None  # the lost renewal
+    lease.renew()  # from the version the store holds, not the one this object knew
+    lease.check()
+    assert OutputLease.acquire(output, owner("run-1"), ttl_s=60).version == read_versioned(output, output.join(LEASE_NAME))[1]
+    with pytest.raises(JobError, match="holds its lease"):
+        OutputLease.acquire(output, owner("run-2"), ttl_s=60)
 
 
 def test_an_expired_lease_is_taken_over_only_with_resume(output):
@@ -138,3 +156,33 @@ def test_conditional_writes_hold_to_their_versions(output):
     assert second is not None and read_versioned(output, path) == (b"3", second)
     assert delete_if(output, path, first) is False and delete_if(output, path, second) is True
     assert read_versioned(output, path) is None and replace_if(output, path, b"4", second) is None
+
+
+# The driver (job.driver.run_job) holds the lease from prepare to the manifest, and releases it whatever happens.
+
+
+def job_config(tmp_path) -> JobConfig:
+    write_mixed(str(tmp_path / "in"))
+    return JobConfig(input=str(tmp_path / "in"), output=str(tmp_path / "out"), weights="random")
+
+
+def test_the_driver_holds_the_lease_while_the_engine_runs_and_releases_it_when_the_engine_fails(tmp_path):
+    def engine_that_dies(job: PreparedJob) -> EngineRun:
+        with pytest.raises(JobError, match=f"run {job.run_id} on .* holds its lease until"):
+            OutputLease.acquire(job.output, owner("second"), take_over_expired=True)
+        raise RuntimeError("the engine died")
+
+    with pytest.raises(RuntimeError, match="the engine died"):
+        run_job("test", job_config(tmp_path), engine_that_dies)
+    assert not (tmp_path / "out" / LEASE_NAME).exists()
+
+
+def test_the_driver_releases_the_lease_when_the_engine_fails_to_start(tmp_path):
+    @contextlib.contextmanager
+    def no_cluster() -> Iterator[None]:
+        raise RuntimeError("no cluster")
+        yield
+
+    with pytest.raises(RuntimeError, match="no cluster"):
+        run_job("test", job_config(tmp_path), lambda job: EngineRun(settings={}), start_engine=no_cluster())
+    assert (tmp_path / "out").is_dir() and not (tmp_path / "out" / LEASE_NAME).exists()  # taken while starting, released

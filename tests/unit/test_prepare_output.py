@@ -12,7 +12,8 @@ from job.parts import Parts
 from job.prefix import list_parts
 from job.config import JobConfig
 from job.errors import JobError
-from job.prefix import prepare_output
+from job.lease import LEASE_NAME, LeaseOwner, OutputLease
+from job.prefix import OutputState, prepare_output
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
 
@@ -85,3 +86,18 @@ def test_overwrite_clears_ours_and_foreign_files_are_never_touched(killed_run, t
 def test_resume_and_overwrite_contradict():
     with pytest.raises(JobError, match="--resume keeps the output and --overwrite replaces it; pass one of them"):
         JobConfig(input="a", output="b", resume=True, overwrite=True)
+
+
+def test_overwrite_clears_all_but_the_lease_this_run_holds(killed_run, tmp_path):
+    parts, files = killed_run
+    lease = OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"), take_over_expired=True)
+    assert prepare_output(parts.output, config(parts, overwrite=True), parts, files).committed == ()
+    assert [p.name for p in (tmp_path / "out").rglob("*") if p.is_file()] == [LEASE_NAME]
+    lease.check()  # still held: --overwrite cleared the output, not the lease
+
+
+def test_an_output_holding_only_this_runs_lease_is_empty(tmp_path):
+    write_mixed(str(tmp_path / "in"), rows_per_file=5)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"))
+    assert prepare_output(parts.output, config(parts), parts, files) == OutputState()  # not a partial output

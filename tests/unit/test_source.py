@@ -1,4 +1,8 @@
-"""Input planning: files, row counts, --limit, ids, and clear refusals before any work."""
+"""Input planning: files, row counts, --limit, ids, and clear refusals before any work.
+
+``plan_input`` wires ``job.data_files`` and ``job.dataset_check`` (unit-tested on their own in
+test_dataset_check.py); these tests hold the plan to what those checks decided.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ from job.plan import plan_input, read_file
 from storage import resolve
 
 
-def write(path, rows: int, start: int = 0, with_id: bool = True, image_column: str = "image"):
+def write(path, rows: int, start: int = 0, with_id: bool = True, image_column: str = "image", ids: list | None = None):
     columns = {image_column: pa.array([b"x%d" % i for i in range(start, start + rows)], pa.binary())}
     if with_id:
-        columns["id"] = pa.array([f"id-{i}" for i in range(start, start + rows)])
+        columns["id"] = pa.array(ids if ids is not None else [f"id-{i}" for i in range(start, start + rows)], pa.string())
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(columns), path, row_group_size=4)
 
@@ -46,7 +50,8 @@ def test_ids_default_to_file_name_and_row_index(tmp_path):
 
 def test_missing_image_column_names_the_columns_and_option(tmp_path):
     write(tmp_path / "a.parquet", 2, image_column="img")
-    with pytest.raises(JobError, match=r"no column 'image' \(columns: img, id\); pass --image-column"):
+    with pytest.raises(JobError, match=r"a.parquet: no column 'image' \(columns: img, id\); every file needs the image column: "
+                                       r"pass --image-column"):
         plan(tmp_path)
     assert plan(tmp_path, image_column="img").rows == 2
 
@@ -64,3 +69,31 @@ def test_unusable_inputs_are_refused(tmp_path, make, message):
     make(tmp_path / "in")
     with pytest.raises(JobError, match=message):
         plan(tmp_path / "in")
+
+
+def test_partition_folders_are_planned_and_files_without_rows_skipped_in_one_line(tmp_path, capsys):
+    write(tmp_path / "date=2026-11-01" / "part-0.parquet", 3)
+    write(tmp_path / "date=2026-11-02" / "part-0.parquet", 2, start=3)
+    write(tmp_path / "date=2026-11-02" / "part-1.parquet", 0)
+    (tmp_path / "date=2026-11-02" / "_SUCCESS").write_text("")
+    (tmp_path / "_temporary" / "0").mkdir(parents=True)  # a writer's leftovers: never data
+    write(tmp_path / "_temporary" / "0" / "part-9.parquet", 2)
+    planned = plan(tmp_path)
+    assert [f.path.split("/")[-2] for f in planned.files] == ["date=2026-11-01", "date=2026-11-02"] and planned.rows == 5
+    assert capsys.readouterr().err == f"input: skipping 1 files without rows ({tmp_path}/date=2026-11-02/part-1.parquet)\n"
+
+
+def test_ids_repeated_across_files_are_refused_unless_the_check_is_skipped(tmp_path):
+    write(tmp_path / "a.parquet", 3, ids=["k1", "k2", "k3"])
+    write(tmp_path / "b.parquet", 2, ids=["k4", "k2"])
+    with pytest.raises(JobError, match=r"ids in column 'id' are not unique: 'k2' is at .*a.parquet row 1, .*b.parquet row 1 "):
+        plan(tmp_path)
+    assert plan(tmp_path, skip_id_check=True).rows == 5  # trusted: the final check is the only one left
+    assert plan(tmp_path, limit=4).rows == 4  # the repeat lies past --limit: not part of this run
+
+
+def test_a_file_lacking_the_id_column_is_refused_naming_it(tmp_path):
+    write(tmp_path / "a.parquet", 2)
+    write(tmp_path / "b.parquet", 2, start=2, with_id=False)
+    with pytest.raises(JobError, match=r"b.parquet: no id column 'id', which .*a.parquet has; .*--id-column"):
+        plan(tmp_path)
