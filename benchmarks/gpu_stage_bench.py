@@ -30,7 +30,7 @@ from preprocess.device_stage import DeviceStage
 from preprocess.routed import preprocess_routed
 from preprocess.routing import DecodeRouter
 from preprocess.transform import EvalSize
-from runners.make_dataset import encode, synthetic_image
+from job.synthetic import encode, synthetic_image
 
 WARMUP_CALLS = 3  # cuDNN autotuning, nvJPEG/nvImageCodec buffers, first allocations
 

@@ -39,7 +39,8 @@ class Timeline:
 
     startup_seconds: float | None  # process start -> the first prediction reached the driver (or a part was committed)
     steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
-    device_busy_fraction: float | None  # time inside the model call / (wall time x predictors), at most 1
+    device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
+    wall_seconds: float  # process start -> the manifest: everything the command took
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ Every engine reports the same three figures in its manifest (``job.manifest.Time
 - ``steady_images_per_sec``: rows done between the moments 10% and 90% of the rows were done,
   over that time: the pipeline's rate once it is full, without its ramp-up and tail.
 - ``device_busy_fraction``: time inside the model call (``DEVICE_SECONDS`` on each output row,
-  summed) over wall time x predictors. Two calls in flight on one GPU both count, so it is
-  capped at 1; on CPU it is the share of time the model ran.
+  summed) over the engine's time x predictors. Two calls in flight on one GPU both count, so it
+  is capped at 1; on CPU it is the share of time the model ran.
+- ``wall_seconds``: from the process start to the manifest, for scale.
 Engines hand ``summarize`` the progress events they saw: (wall time, rows done).
 """
 
@@ -48,15 +49,16 @@ def process_start_time() -> float:
 _IMPORTED_AT = time.time()
 
 
-def summarize(progress: Sequence[tuple[float, int]], device_seconds: float, wall_seconds: float, predictors: int,
+def summarize(progress: Sequence[tuple[float, int]], device_seconds: float, engine_seconds: float, predictors: int,
               started_at: float | None = None) -> Timeline:
     """The timeline of a run from its progress events (wall time, new rows), in any order."""
     events = sorted(progress)
     started_at = process_start_time() if started_at is None else started_at
     startup = round(events[0][0] - started_at, 3) if events else None
-    busy = device_seconds / (wall_seconds * predictors) if wall_seconds > 0 and predictors else None
+    busy = device_seconds / (engine_seconds * predictors) if engine_seconds > 0 and predictors else None
     return Timeline(startup_seconds=startup, steady_images_per_sec=steady_rate(events),
-                    device_busy_fraction=round(min(busy, 1.0), 3) if busy is not None else None)
+                    device_busy_fraction=round(min(busy, 1.0), 3) if busy is not None else None,
+                    wall_seconds=round(time.time() - started_at, 3))
 
 
 def steady_rate(events: Sequence[tuple[float, int]]) -> float | None:

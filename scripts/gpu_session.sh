@@ -6,8 +6,11 @@
 # Here (with network), once:
 #   GPU_BUNDLE_NVIMGCODEC=1 GPU_BUNDLE_EXTRA="$(cat scripts/gpu_bundle_packages.txt)" ../shared/tools/gpu-bundle.sh
 # On the GPU machine (carry .gpu-bundle):
-#   bash scripts/gpu_session.sh tests   # call 1, ~6 min: GPU tests, then the GPU stage piece by piece
-#   bash scripts/gpu_session.sh jobs    # call 2, ~9 min: whole jobs (Ray, local) by --decode, and --compile
+#   bash scripts/gpu_session.sh tests   # call 1, ~9 min: GPU tests, the GPU stage piece by piece, the raw-input
+#                                       #   set (16,384 images): Ray whole job + the pipeline meter at 12 ms per 256
+#   bash scripts/gpu_session.sh jobs    # call 2, ~10 min: the 65,536-image JPEG set: Ray and local by --decode
+#                                       #   (cpu, gpu, auto; each manifest has startup, steady and device busy),
+#                                       #   the per-core decode rate, and Ray with --compile
 #
 # The machine's image has Python 3.12, torch, torchvision, numpy, pandas, pyarrow, pillow, matplotlib
 # and pytest; the bundle adds Ray, boto3 and nvImageCodec. Spark and SageMaker are left out there
@@ -27,15 +30,24 @@ python -c "import torch, torchvision; from preprocess.device_decode import nvimg
 case "$PART" in
 tests)
   timeout 300 python -m pytest -p no:logging -p no:cacheprovider -q -m gpu tests/gpu -rs 2>&1 | tee "$OUT/gpu-tests.txt" || true
-  timeout 270 python -m benchmarks.gpu_stage_bench --batch 256 --seconds 5 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
+  timeout 150 python -m benchmarks.gpu_stage_bench --batch 256 --seconds 5 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
+  # Issue 14: raw input (the reference benchmark's 256x256x3 format), whole job and steady state, and the pipeline meter.
+  python -m runners.make_dataset --output /tmp/gpu-raw --images 16384 --format raw --rows-per-file 256
+  timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-raw --weights random \
+    --report "$OUT/compare-raw" --append-results benchmarks/results/compare.jsonl --note "lent GPU, raw 16384" || true
+  timeout 120 python -m benchmarks.pipeline_bench --images 16384 --hold-ms 12 --note "lent GPU, stand-in 12 ms/256" \
+    2>&1 | tail -3 | tee "$OUT/pipeline-bench.txt" || true
   ;;
 jobs)
-  IMAGES=${IMAGES:-8192}
-  python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512
+  IMAGES=${IMAGES:-65536}
+  python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512  # all cores (~1 min on 16)
   for decode in cpu gpu auto; do
-    timeout 150 python -m runners.compare --engines ray,local --input /tmp/gpu-in --weights random --decode "$decode" \
+    timeout 140 python -m runners.compare --engines ray,local --input /tmp/gpu-in --weights random --decode "$decode" \
       --report "$OUT/compare-$decode" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --decode $decode" || true
   done
+  # Per-core decode rate on the same images: CPU-decode steady state / (decoders x this) is the issue's 0.9 target.
+  timeout 60 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --stage preprocess \
+    --report "$OUT/compare-preprocess" --append-results benchmarks/results/compare.jsonl --note "lent GPU, per core" || true
   timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --compile \
     --report "$OUT/compare-compile" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --compile" || true
   ;;

@@ -45,3 +45,17 @@ def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad
     assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad)}
     assert manifest["images_per_sec"] > 0 and manifest["seconds"] > 0
     assert {"python", "torch", "pyarrow"} <= set(manifest["versions"]) and manifest["hardware"]["cpu_count"] >= 1
+    assert_timeline(manifest)
+
+
+def assert_timeline(manifest: dict, steady_at_least_whole: bool = False) -> None:
+    """Every run's timeline: start-up before the end; the steady rate, when there is one, a rate;
+    ``steady_at_least_whole``: the pipeline once full beats the whole job's rate (start-up included)."""
+    timeline = manifest["timeline"]
+    assert set(timeline) == {"startup_seconds", "steady_images_per_sec", "device_busy_fraction", "wall_seconds"}, timeline
+    assert 0 < timeline["startup_seconds"] < timeline["wall_seconds"], timeline
+    assert manifest["seconds"] < timeline["wall_seconds"], (manifest["seconds"], timeline)
+    busy = timeline["device_busy_fraction"]
+    assert busy is None or 0 < busy <= 1, timeline
+    if steady_at_least_whole:
+        assert timeline["steady_images_per_sec"] >= manifest["images_per_sec"], (manifest["images_per_sec"], timeline)

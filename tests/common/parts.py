@@ -31,5 +31,5 @@ def a_manifest(**changes) -> Manifest:
     """A manifest as a finished job writes it (fields a test does not care about filled in)."""
     fields = dict(engine="test", run_id="run", input="in", output="out", config={}, output_options={},
                   counts=Counts(1, 1, 1, 0), input_files=InputFiles(1, 0, 1, 1), seconds=1.0, images_per_sec=1.0,
-                  timeline=Timeline(1.0, None, None), files=[], error_examples=[], versions={}, hardware={})
+                  timeline=Timeline(1.0, None, None, 2.0), files=[], error_examples=[], versions={}, hardware={})
     return Manifest(**{**fields, **changes})

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from job.cli import run_main
 from job.lease import LEASE_NAME, LeaseOwner, LeaseRecord
-from runners.make_dataset import synthetic_rows, write_dataset
+from job.synthetic import synthetic_rows, write_dataset
 from storage import Location, resolve
 from storage.conditional import create_exclusive
 from tests.common.contract import assert_output_contract, read_output

@@ -6,7 +6,7 @@ import pytest
 
 from runners import local_job
 from job.cli import run_main
-from tests.common.contract import assert_output_contract, read_output
+from tests.common.contract import assert_output_contract, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 
 
@@ -22,6 +22,7 @@ def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_pa
     assert_output_contract(rows, manifest, ids, bad)
     assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu", "compiled": False}
     assert len(manifest["files"]) == 3  # one part per input file
+    assert_timeline(manifest, steady_at_least_whole=True)  # 3 input files: start-up, then a full pipeline
     run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "inline"), "--workers", "0")
     inline = {r["id"]: r for r in read_output(str(tmp_path / "inline"))[0]}
     for row in rows:

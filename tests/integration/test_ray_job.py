@@ -14,7 +14,7 @@ from job.config import JobConfig
 from job.plan import plan_input, read_file
 from job.stages import Classify, Preprocess
 from storage import resolve
-from tests.common.contract import assert_output_contract, read_output
+from tests.common.contract import assert_output_contract, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 
 
@@ -32,6 +32,7 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     assert written == manifest and manifest["engine"] == "ray"
     assert_output_contract(rows, manifest, ids, bad)
     assert "ray" in manifest["versions"] and manifest["settings"]["scaling"]["gpus"] == 0
+    assert_timeline(manifest, steady_at_least_whole=True)  # 3 input files: start-up, then a full pipeline
 
 
 def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_missing(s3_bucket, s3_env, capsys):

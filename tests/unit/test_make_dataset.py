@@ -7,7 +7,7 @@ import pytest
 
 from job.synthetic import SyntheticSpec, write_synthetic
 from runners import make_dataset
-from runners.job import run_main
+from job.cli import run_main
 from storage import resolve
 from tests.common.images import encoded, photo
 
