@@ -152,10 +152,25 @@ class OutputLease:
         renewer.start()
         try:
             yield self
-        finally:
+        except BaseException:
             stop.set()
             renewer.join()
+            self._release_after_failure()
+            raise
+        stop.set()
+        renewer.join()
+        self.release()
+
+    def _release_after_failure(self) -> None:
+        """Release while the block's own error propagates; that error is the one the user must see.
+
+        If the store cannot be reached now (often what the block died of), the lease is left to
+        expire, as a crashed run's would: ``--resume`` takes it over then.
+        """
+        try:
             self.release()
+        except StorageError:
+            pass
 
     def _renew_until(self, stop: threading.Event) -> None:
         while not stop.wait(self.ttl_s / 3):

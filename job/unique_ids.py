@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from job.errors import JobError
 from job.id_hash import id_hashes
 from storage import Location, storage_errors
+from storage.errors import retry_short_range_reads
 
 ID_READ_THREADS = 16  # id reads are mostly S3 latency: more files in flight than cores
 IDS_PER_BATCH = 65_536  # rows per record batch: a few MB of ids per thread, whatever the file size
@@ -57,7 +58,7 @@ def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column:
         return written - int(starts[index])
 
     with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        counts = list(pool.map(fill, range(len(files))))
+        counts = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
     end = 0
     for start, count in zip(starts[:-1], counts):  # close the gaps null ids left; a no-op without nulls
         hashes[end : end + count] = hashes[int(start) : int(start) + count]
@@ -80,7 +81,7 @@ def _places_of(location: Location, files, id_column: str, as_text: bool, wanted:
 
     places: dict[str, list] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        for found in pool.map(scan, files):
+        for found in pool.map(lambda path_rows: retry_short_range_reads(lambda: scan(path_rows)), files):
             for text, path, row in found:
                 places.setdefault(text, []).append((path, row))
     return places
@@ -92,7 +93,8 @@ def _id_chunks(location: Location, path: str, rows: int, id_column: str) -> Iter
     start = 0
     with storage_errors(uri):
         try:
-            # pre_buffer: one coalesced GET per row group, as the workers read (see job.plan's reader).
+            # pre_buffer: one coalesced GET per row group. A small id column is still a short range,
+            # which pyarrow cannot retry on a 503: the callers retry the whole file's read instead.
             parquet = pq.ParquetFile(location.filesystem.open_input_file(path), pre_buffer=True)
             for batch in parquet.iter_batches(batch_size=IDS_PER_BATCH, columns=[id_column]):
                 if start >= rows:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # What is left of a 503 once the SDK's retries (storage.resolve.S3_MAX_ATTEMPTS) ran out.
 _UNAVAILABLE = (
@@ -28,6 +32,13 @@ _HINTS = [
 ]
 
 
+# pyarrow cannot retry a 503 SlowDown whose error body is longer than the byte range it asked
+# for: such a read fails at once with this text, whatever the retry strategy. Reads of one small
+# column (the id check) ask for such ranges; ``retry_short_range_reads`` retries the whole read.
+SHORT_RANGE_FAILURE = "Failed to flush response stream"
+SHORT_RANGE_ATTEMPTS = 5  # with 0.1, 0.2, 0.4, 0.8 s between: a throttled prefix gets 1.5 s to recover
+
+
 class StorageError(RuntimeError):
     """A storage problem the user can fix; the message is one line naming the URI and the fix."""
 
@@ -50,6 +61,21 @@ def storage_errors(uri: str) -> Iterator[None]:
         raise
     except OSError as e:
         raise explain(uri, e) from e
+
+
+def retry_short_range_reads(read: Callable[[], T], attempts: int = SHORT_RANGE_ATTEMPTS) -> T:
+    """``read()``, run again with backoff while it fails as a throttled short ranged GET does.
+
+    ``read`` must be safe to repeat from the start (it re-reads a whole file's column, say).
+    """
+    for attempt in range(attempts):
+        try:
+            return read()
+        except (OSError, StorageError) as e:  # storage_errors turns the OSError into a StorageError
+            if SHORT_RANGE_FAILURE not in str(e) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * 2**attempt)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _shorten(message: str, limit: int = 300) -> str:
