@@ -135,9 +135,12 @@ def _released_at_the_end(preparing: Future) -> Iterator[None]:
     """
     try:
         yield
-    finally:
-        if preparing.exception() is None:
-            preparing.result().holding.close()
+    except BaseException as e:
+        if preparing.exception() is None:  # the lease's release learns the run failed, and never masks why
+            preparing.result().holding.__exit__(type(e), e, e.__traceback__)
+        raise
+    if preparing.exception() is None:
+        preparing.result().holding.close()
 
 
 def finish_job(job: PreparedJob, engine: str, seconds: float, run: EngineRun, packages: Sequence[str] = ()) -> Manifest:
