@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inference.names import WeightsError
+from inference.names import RANDOM_WEIGHTS, WeightsError
 from inference.resnet import ResNet50
 from preprocess import EvalSize
 from storage import StorageError, redact, resolve, storage_errors
@@ -71,7 +71,7 @@ def _state_dict(weights: str, s3_endpoint_url: str | None) -> StateDict:
     """The weights as CPU tensors, read once per (weights, endpoint) in this process."""
     if weights == "imagenet":
         return _imagenet()
-    if weights == "random":
+    if weights == RANDOM_WEIGHTS:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(RANDOM_WEIGHTS_SEED)
             return ResNet50().state_dict()

@@ -10,6 +10,7 @@ from typing import Literal
 
 Precision = Literal["fp32", "fp16", "bf16"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "fp16", "bf16")
+RANDOM_WEIGHTS = "random"  # --weights random: seeded, the same in every process (inference.model)
 
 
 class WeightsError(RuntimeError):

@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from dataclasses import dataclass, field
 
 from job import prefix, report, sample
+from inference.names import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
@@ -109,14 +110,17 @@ def prepare_job(config: JobConfig) -> PreparedJob:
 
 def _prepare_output(config: JobConfig, plan: InputPlan, output: Location, run_id: str, lease: OutputLease) -> PreparedJob:
     """Under the lease: decide what the output prefix holds means for this run, then load the weights."""
-    from inference import load_model  # torch: only the driver and the predictors need it
+    from inference import load_model  # torch: loaded only when there are weights to check
 
     parts = Parts(output, output.join(STAGING, run_id), plan.location.path, output_options(config, plan))
     state = prefix.prepare_output(output, config, parts, plan.files)
     job = PreparedJob(config, plan, plan, output, run_id, parts, lease, ExitStack(), state.committed, state.finished)
     if state.finished is not None:
         return job
-    load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # fail here, not in 100 workers
+    if config.weights != RANDOM_WEIGHTS:
+        # Fail here, not in 100 workers. Seeded random weights cannot fail: building them here
+        # would only put torch's import on the driver's path to the first batch.
+        load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
     job.pending = dataclasses.replace(plan, files=tuple(f for f in plan.files if parts.name(f) not in state.committed))
     print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}", file=sys.stderr)
     if config.resume:
