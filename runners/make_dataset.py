@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
-from job.cli import run_main
+from job.cli import positive_int, run_main
 from job.errors import JobError
 from job.synthetic import FORMATS, Row, SyntheticSpec, write_dataset, write_synthetic
 from storage import resolve
@@ -43,29 +43,16 @@ def folder_rows(folder: str, count: int | None) -> Iterator[Row]:
 def get_args_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners.make_dataset", description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True, help="s3://bucket/prefix/ or a local directory")
-    parser.add_argument("--images", type=_at_least(1), help=f"number of images (default: {DEFAULT_IMAGES}, or all files of --from-folder)")
+    parser.add_argument("--images", type=positive_int(1), help=f"number of images (default: {DEFAULT_IMAGES}, or all files of --from-folder)")
     parser.add_argument("--format", choices=FORMATS, default="jpeg", help="encoding of synthetic images (default: jpeg)")
     parser.add_argument("--size", type=_size, default=(500, 375), help="WxH of synthetic images (default: 500x375, ImageNet's median)")
     parser.add_argument("--from-folder", help="use the image files under this directory instead of synthetic ones")
-    parser.add_argument("--rows-per-file", type=_at_least(1), default=256, help="rows per Parquet file (default: 256)")
-    parser.add_argument("--seed", type=_at_least(0), default=0, help="seed of the synthetic images (default: 0)")
-    parser.add_argument("--workers", type=_at_least(1), default=os.cpu_count() or 1,
+    parser.add_argument("--rows-per-file", type=positive_int(1), default=256, help="rows per Parquet file (default: 256)")
+    parser.add_argument("--seed", type=positive_int(0), default=0, help="seed of the synthetic images (default: 0)")
+    parser.add_argument("--workers", type=positive_int(1), default=os.cpu_count() or 1,
                         help="processes writing synthetic files, one file each at a time (default: all cores)")
     parser.add_argument("--s3-endpoint-url", help="S3-compatible endpoint (default: AWS_ENDPOINT_URL)")
     return parser
-
-
-def _at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from e
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-
-    return parse
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -59,3 +59,11 @@ def local_ray():
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
     yield
     ray.shutdown()
+
+
+@pytest.fixture(params=["local", "s3"])
+def data_root(request, tmp_path) -> tuple[str, str | None]:
+    """(root URI, S3 endpoint or None) for a test's input and output."""
+    if request.param == "local":
+        return str(tmp_path), None
+    return f"s3://{request.getfixturevalue('s3_bucket')}", request.getfixturevalue("s3_env")

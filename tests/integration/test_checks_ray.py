@@ -11,20 +11,12 @@ pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the modul
 SUBPROCESS = ("runners.ray_job", "--address", "local")  # its own Ray, never a cluster someone else started
 
 
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path) -> tuple[str, str | None]:
-    """(root URI, S3 endpoint or None) for a test's input and output."""
-    if request.param == "local":
-        return str(tmp_path), None
-    return f"s3://{request.getfixturevalue('s3_bucket')}", request.getfixturevalue("s3_env")
+def test_repeated_ids_are_refused_before_any_work(data_root, capsys):
+    scenarios.repeated_ids_are_refused_before_any_work(ray_job.main, *data_root, capsys)
 
 
-def test_repeated_ids_are_refused_before_any_work(root, capsys):
-    scenarios.repeated_ids_are_refused_before_any_work(ray_job.main, *root, capsys)
-
-
-def test_a_file_without_the_id_column_is_refused_before_any_work(root, capsys):
-    scenarios.a_file_without_the_id_column_is_refused_before_any_work(ray_job.main, *root, capsys)
+def test_a_file_without_the_id_column_is_refused_before_any_work(data_root, capsys):
+    scenarios.a_file_without_the_id_column_is_refused_before_any_work(ray_job.main, *data_root, capsys)
 
 
 def test_partition_folders_and_writer_markers_run(tmp_path, capsys):
