@@ -19,6 +19,7 @@ their (input file, position), so each row is committed once.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -67,9 +68,7 @@ class RayClassify:
     """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device."""
 
     def __init__(self, config: JobConfig, run_id: str, images: int, concurrency: int) -> None:
-        import os
-
-        import torch
+        import torch  # here, not at the top: the decoders import this module too, and must not load torch
 
         # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
         self.classify = Classify(config, images=images)
