@@ -29,8 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
-from job import prefix, report, sample
 from inference.names import RANDOM_WEIGHTS
+from job import prefix, report, sample
 from job.config import JobConfig
 from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
