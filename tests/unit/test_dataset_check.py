@@ -13,13 +13,11 @@ from job.id_hash import id_hashes
 from storage import Location, resolve
 
 
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path) -> Location:
-    """An empty input prefix, on a local path or on the moto S3 server."""
-    if request.param == "local":
-        return resolve(str(tmp_path / "in"))
-    bucket = request.getfixturevalue("s3_bucket")
-    return resolve(f"s3://{bucket}/in", request.getfixturevalue("s3_env"))
+@pytest.fixture
+def root(data_root) -> Location:
+    """An empty input prefix, on a local path or on the moto S3 server (``data_root``, tests/conftest.py)."""
+    base, endpoint = data_root
+    return resolve(f"{base}/in", endpoint)
 
 
 def put_table(root: Location, name: str, table: pa.Table) -> None:

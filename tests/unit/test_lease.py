@@ -20,13 +20,11 @@ from storage.conditional import create_exclusive, delete_if, read_versioned, rep
 from tests.common.datasets import write_mixed
 
 
-@pytest.fixture(params=["local", "s3"])
-def output(request, tmp_path) -> Location:
-    """An output prefix on a local path or on the moto S3 server."""
-    if request.param == "local":
-        return resolve(str(tmp_path / "out"))
-    bucket = request.getfixturevalue("s3_bucket")
-    return resolve(f"s3://{bucket}/out", request.getfixturevalue("s3_env"))
+@pytest.fixture
+def output(data_root) -> Location:
+    """An output prefix on a local path or on the moto S3 server (``data_root``, tests/conftest.py)."""
+    base, endpoint = data_root
+    return resolve(f"{base}/out", endpoint)
 
 
 def owner(run: str) -> LeaseOwner:
