@@ -125,8 +125,8 @@ class _FileRows:
         self.seen = np.zeros(rows, dtype=bool)
         self.tables: list[pa.Table] = []
 
-    def add(self, table: pa.Table) -> bool:
-        """Keep the rows at positions not seen yet; True once every position has arrived."""
+    def add(self, table: pa.Table) -> int:
+        """Keep the rows at positions not seen yet; returns how many that was."""
         rows = table.column(ROW).to_numpy()
         _, first = np.unique(rows, return_index=True)  # a position twice within one batch counts once
         keep = np.zeros(len(rows), dtype=bool)
@@ -134,6 +134,11 @@ class _FileRows:
         self.seen[rows[keep]] = True
         if keep.any():
             self.tables.append(table.filter(pa.array(keep)))
+        return int(keep.sum())
+
+    @property
+    def complete(self) -> bool:
+        """Whether every position has arrived."""
         return bool(self.seen.all())
 
     def table(self) -> pa.Table:
@@ -161,10 +166,8 @@ class PartCollector:
             rows = table.filter(pc.equal(table.column(FILE), index))
             file = self.files[index]
             pending = self.open.setdefault(index, _FileRows(file.rows))
-            before = int(pending.seen.sum())
-            complete = pending.add(rows)
-            new_rows += int(pending.seen.sum()) - before
-            if complete:
+            new_rows += pending.add(rows)
+            if pending.complete:
                 done.append((self.parts.write(file, pending.table()), file.rows))
                 del self.open[index]
                 self.committed.add(index)
