@@ -171,11 +171,11 @@ class SparkSessionFor:
 
     def batch_size_for(self, config: JobConfig) -> int:
         """The model batch: GPU-sized when Spark gives each task a GPU."""
-        gpus = self.gives_gpus() or None
-        if gpus is None:
+        has_gpu = self.gives_gpus()
+        if not has_gpu:
             print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
                   file=sys.stderr)
-        batch_size = default_batch_size(config, has_gpu=gpus is not None)
+        batch_size = default_batch_size(config, has_gpu=has_gpu)
         if self.owned:
             # Arrow batches of one model batch (a runtime SQL setting): the Series UDF then sees what
             # the benchmark saw. A session the user made keeps the user's setting.
