@@ -5,8 +5,9 @@ center-crop to the model's eval size as uint8 HWC. Normalisation happens on the 
 (see ``inference.predictor``), so what crosses the wire is 1 byte per channel.
 
 No engine imports here: Ray, Spark and SageMaker all call ``preprocess_batch``.
-``preprocess.gpu_decode`` does the same on the predictor's device (``--decode gpu``); it is
-imported only where that is asked for.
+With ``--decode gpu|auto`` the CPU worker screens and routes JPEGs (``preprocess.routed``) and
+the predictor decodes, resizes and crops its share (``preprocess.device_stage``, which needs
+torch and is imported only there).
 """
 
 from preprocess.batch import PreprocessedBatch, preprocess_batch

@@ -14,7 +14,7 @@ from inference import Predictor, default_precision, load_model
 from preprocess import preprocess_batch
 from preprocess.device_decode import JpegDecoder, nvimgcodec_available
 from preprocess.device_stage import DeviceStage
-from preprocess.gpu_decode import preprocess_on_device
+from tests.common.device_pixels import preprocess_on_device
 from preprocess.routed import preprocess_routed
 from preprocess.routing import DecodeRouter
 from tests.common.datasets import mixed_rows

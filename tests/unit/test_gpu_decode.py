@@ -13,7 +13,7 @@ import torch
 from preprocess import EvalSize, preprocess_batch
 from preprocess.device_decode import DecoderUnavailable, JpegDecoder, choose_decoder
 from preprocess.device_stage import DeviceStage
-from preprocess.gpu_decode import preprocess_on_device
+from tests.common.device_pixels import preprocess_on_device
 from preprocess.routed import preprocess_routed
 from preprocess.routing import AutoPolicy, DecodeRouter
 from tests.common.datasets import mixed_rows

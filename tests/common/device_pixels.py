@@ -1,11 +1,9 @@
-"""``preprocess_on_device``: encoded cells in, uint8 NHWC on the device out, all in one call.
+"""For tests: the device stage's output as uint8 NHWC, to hold it pixel by pixel against the CPU path.
 
-Kept for callers that hand the device stage every cell undecoded (today's ``--decode gpu``
-wiring in ``runners/stages.py``). It screens on the calling thread, decodes what the screen
-refused with the CPU path, and sends the rest through ``DeviceStage``: the same pixels and the
-same error rows as the split pipeline, but with the screening and CPU decodes on the GPU worker.
-New code: screen and decode on the CPU workers (``preprocess.routed.preprocess_routed``) and
-feed ``DeviceStage`` + ``Predictor.predict_images`` (float, no uint8 round trip).
+``preprocess_on_device`` runs what a job runs across its two stages in one call: the CPU
+worker's screen and CPU decodes (``preprocess_routed`` with every decodable JPEG sent to the
+device), then ``DeviceStage``; it rounds the device's float images back to uint8 so tests can
+compare them with ``preprocess_batch``'s pixels and error rows.
 """
 
 from __future__ import annotations
