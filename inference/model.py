@@ -31,7 +31,7 @@ RANDOM_WEIGHTS_SEED = 0
 # torchvision's ResNet50_Weights.IMAGENET1K_V2 (= DEFAULT): its file, and the eval recipe it was
 # trained for. A user state dict is taken to be trained with the same recipe.
 IMAGENET_URL = "https://download.pytorch.org/models/resnet50-11ad3fa6.pth"
-EVAL_SIZE = EvalSize(resize=232, crop=224)
+EVAL_SIZE = EvalSize()  # its recipe, resize 232 then crop 224: EvalSize's defaults, the one place those numbers live
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
