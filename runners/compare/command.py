@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from inference import choose_device, default_precision, load_model
 from inference.benchmark import model_only_images_per_sec
+from inference.compile import should_compile
 from inference.model import RECIPE, LoadedModel
 from job import report, sample
 from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
@@ -218,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     report_dir = prepare_report(args.report, engines, args.overwrite)
     config = comparison_config(args, report_dir)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)  # a bad input stops here, once
+    # Compiled or not, decided once for the input's size, so every engine and the model-only ceiling agree.
+    config = dataclasses.replace(config, compile=should_compile(plan.rows, choose_device(), config.compile))
     model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # so do unusable weights
     rows, parity, model_only = [], None, None
     if args.stage in ("jobs", "all"):
