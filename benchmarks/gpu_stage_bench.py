@@ -29,7 +29,7 @@ from preprocess.device_resize import resize_center_crop_batch
 from preprocess.device_stage import DeviceStage
 from preprocess.routed import preprocess_routed
 from preprocess.routing import DecodeRouter
-from preprocess.transform import EvalSize
+from preprocess.recipe import Recipe
 from job.synthetic import encode, synthetic_image
 
 WARMUP_CALLS = 3  # cuDNN autotuning, nvJPEG/nvImageCodec buffers, first allocations
@@ -68,7 +68,7 @@ def bench_model(device: torch.device, batch: int, seconds: float, precision: str
 
 
 def bench_decode_and_resize(device: torch.device, jpegs: list[bytes], seconds: float) -> list[dict]:
-    rows, size = [], EvalSize()
+    rows, size = [], Recipe()
     for name in _decoders(device):
         decoder = JpegDecoder(device, name)
         calls, elapsed = timed(lambda: decoder.decode(jpegs), device, seconds)

@@ -18,7 +18,8 @@ import argparse
 import numpy as np
 
 from benchmarks.common import append_result
-from inference.model import RECIPE, eval_size
+from inference.model import RECIPE
+from preprocess.recipe import IMAGENET_RECIPE
 from job.synthetic import encode, synthetic_image
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for name, size in SIZES.items():
         jpegs = make_jpegs(size, args.images)
         reference = per_core_rate(torchvision_transform(RECIPE.transforms()), jpegs, args.repeats)
-        resize_crop = per_core_rate(torchvision_resize_crop(eval_size()), jpegs, args.repeats)
-        mine = per_core_rate(ours(eval_size()), jpegs, args.repeats)
+        resize_crop = per_core_rate(torchvision_resize_crop(IMAGENET_RECIPE), jpegs, args.repeats)
+        mine = per_core_rate(ours(IMAGENET_RECIPE), jpegs, args.repeats)
         row = {
             "benchmark": "preprocess_per_core",
             "images": name,
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             "torchvision_resize_crop_images_per_sec": round(resize_crop, 1),
             "ours_images_per_sec": round(mine, 1),
             "speedup": round(mine / reference, 2),
-            "config": {"threads": 1, "repeats": args.repeats, "eval_size": eval_size().__dict__},
+            "config": {"threads": 1, "repeats": args.repeats, "recipe": IMAGENET_RECIPE.to_dict()},
         }
         print(f"{name}: torchvision {reference:.1f} img/s, torchvision resize+crop {resize_crop:.1f} img/s, "
               f"ours {mine:.1f} img/s per core ({mine / reference:.2f}x)")

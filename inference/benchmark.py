@@ -47,7 +47,7 @@ def model_only_images_per_sec(
     if batch_size < 1 or seconds < 0 or min_batches < 1:
         raise ValueError(f"need batch_size >= 1, seconds >= 0, min_batches >= 1; got {batch_size}, {seconds}, {min_batches}")
     predictor = Predictor(model, device, precision, compile=compile, batch_size=batch_size)
-    crop = model.eval_size.crop
+    crop = model.recipe.crop
     generator = torch.Generator(device=device).manual_seed(0)
     batch = torch.randint(0, 256, (batch_size, crop, crop, 3), dtype=torch.uint8, device=device, generator=generator)  # (B, H, W, 3)
     for _ in range(WARMUP_BATCHES):

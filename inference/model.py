@@ -23,17 +23,14 @@ from torch import nn
 
 from inference.names import RANDOM_WEIGHTS, WeightsError
 from inference.resnet import ResNet50
-from preprocess import EvalSize
+from preprocess.recipe import IMAGENET_RECIPE, Recipe
 from storage import StorageError, redact, resolve, storage_errors
 
 # Every process building ``random`` weights gets the same ones, so engines can be compared row by row.
 RANDOM_WEIGHTS_SEED = 0
-# torchvision's ResNet50_Weights.IMAGENET1K_V2 (= DEFAULT): its file, and the eval recipe it was
-# trained for. A user state dict is taken to be trained with the same recipe.
+# torchvision's ResNet50_Weights.IMAGENET1K_V2 (= DEFAULT); its eval recipe is preprocess.recipe's
+# IMAGENET_RECIPE. A user state dict is taken to be trained with the same recipe.
 IMAGENET_URL = "https://download.pytorch.org/models/resnet50-11ad3fa6.pth"
-EVAL_SIZE = EvalSize()  # its recipe, resize 232 then crop 224: EvalSize's defaults, the one place those numbers live
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 StateDict = dict[str, torch.Tensor]
 
@@ -41,14 +38,7 @@ StateDict = dict[str, torch.Tensor]
 @dataclass
 class LoadedModel:
     module: nn.Module
-    eval_size: EvalSize
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-
-
-def eval_size() -> EvalSize:
-    """The resize/crop the model expects (torchvision's recipe for its default ResNet50 weights)."""
-    return EVAL_SIZE
+    recipe: Recipe  # the pixels it expects: resize, crop, mean, std
 
 
 def load_model(weights: str, *, s3_endpoint_url: str | None = None) -> LoadedModel:
@@ -58,7 +48,7 @@ def load_model(weights: str, *, s3_endpoint_url: str | None = None) -> LoadedMod
     are read at most once per process.
     """
     module = _module_from(_state_dict(weights, s3_endpoint_url), weights)
-    return LoadedModel(module.eval(), EVAL_SIZE, IMAGENET_MEAN, IMAGENET_STD)
+    return LoadedModel(module.eval(), IMAGENET_RECIPE)
 
 
 def clear_weights_cache() -> None:

@@ -64,11 +64,11 @@ class Predictor:
         module = model.module.eval().to(device, memory_format=torch.channels_last)
         self._model = compile_model(module, compile_mode) if compile else module
         # Scaled by 255 so uint8 pixels normalise in one fused sub/div: (x - 255*mean) / (255*std).
-        self._mean = torch.tensor(model.mean, device=device).view(1, 3, 1, 1) * 255
-        self._std = torch.tensor(model.std, device=device).view(1, 3, 1, 1) * 255
+        self._mean = torch.tensor(model.recipe.mean, device=device).view(1, 3, 1, 1) * 255
+        self._std = torch.tensor(model.recipe.std, device=device).view(1, 3, 1, 1) * 255
         self._streams = threading.local()  # one CUDA stream per calling thread
         if compile:
-            crop = model.eval_size.crop
+            crop = model.recipe.crop
             self(np.zeros((batch_size, crop, crop, 3), np.uint8))  # compile now, not in the first batch
 
     @torch.inference_mode()

@@ -29,12 +29,10 @@ from job.timeline import DEVICE_SECONDS
 from preprocess import preprocess_batch
 from preprocess.routed import RoutedBatch, preprocess_routed
 from preprocess.routing import DecodeRouter, DeviceFeedback
-from preprocess.transform import EvalSize
+from preprocess.recipe import IMAGENET_RECIPE
 
 if TYPE_CHECKING:
     from preprocess.device_stage import DeviceStage
-
-EVAL_SIZE = EvalSize()  # ResNet50's eval recipe: resize the shorter side to 232, centre-crop 224
 
 
 @dataclass
@@ -68,7 +66,7 @@ class Preprocess:
         if config.decode is None:
             raise ValueError("Preprocess needs --decode decided (job.config.with_decode_for)")
         self.config = config
-        self.size = EVAL_SIZE
+        self.recipe = IMAGENET_RECIPE
         self.router = DecodeRouter(config.decode)
 
     def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
@@ -82,9 +80,9 @@ class Preprocess:
         raw = self._raw(records)
         cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
         if raw is None and self.config.decode != "cpu":
-            routed = preprocess_routed(cells, self.router, self.size, max_pixels=self.config.max_pixels)
+            routed = preprocess_routed(cells, self.router, self.recipe, max_pixels=self.config.max_pixels)
             return SplitBatch(ids, routed, files, rows)
-        out = preprocess_batch(cells, self.size, raw_shapes=raw, max_pixels=self.config.max_pixels)
+        out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels)
         return PixelBatch(ids, out.pixels if out.ok.all() else out.pixels[out.ok], out.errors, files, rows)
 
     def feedback(self, device: DeviceFeedback) -> None:
@@ -115,14 +113,14 @@ class Classify:
         self.compiled = should_compile(images, device, config.compile)
         self.predictor = Predictor(model, device, config.precision, config.topk, compile=self.compiled,
                                    batch_size=self.batch_size)
-        self.size = model.eval_size
+        self.recipe = model.recipe
 
     @functools.cached_property
     def device_stage(self) -> DeviceStage:
         """The device's decode + resize (``--decode gpu|auto``), made at the first batch that needs it."""
         from preprocess.device_stage import DeviceStage
 
-        return DeviceStage(self.predictor.device, self.size, max_pixels=self.config.max_pixels)
+        return DeviceStage(self.predictor.device, self.recipe, max_pixels=self.config.max_pixels)
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and

@@ -12,11 +12,12 @@ torch and is imported only there).
 
 from preprocess.batch import PreprocessedBatch, preprocess_batch
 from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, ImageHeader, decode_image, inspect_image, pixels_from_raw
-from preprocess.transform import EvalSize, resize_center_crop
+from preprocess.recipe import Recipe
+from preprocess.transform import resize_center_crop
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
-    "EvalSize",
+    "Recipe",
     "ImageError",
     "ImageHeader",
     "PreprocessedBatch",

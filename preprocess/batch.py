@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw
-from preprocess.transform import EvalSize, resize_center_crop
+from preprocess.recipe import IMAGENET_RECIPE, Recipe
+from preprocess.transform import resize_center_crop
 
 ImageCell = bytes | np.ndarray | None
 RawShape = tuple[int, int, int]  # (H, W, C) of a raw pixel cell
@@ -31,7 +32,7 @@ class PreprocessedBatch:
 
 def preprocess_batch(
     cells: Sequence[ImageCell],
-    size: EvalSize = EvalSize(),
+    recipe: Recipe = IMAGENET_RECIPE,
     *,
     raw_shapes: Sequence[RawShape] | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -41,11 +42,11 @@ def preprocess_batch(
     ``raw_shapes``: one (H, W, C) per cell when cells hold raw uint8 pixels rather than
     encoded bytes.
     """
-    pixels = np.zeros((len(cells), size.crop, size.crop, 3), dtype=np.uint8)
+    pixels = np.zeros((len(cells), recipe.crop, recipe.crop, 3), dtype=np.uint8)
     errors: list[str | None] = []
     for i, cell in enumerate(cells):
         try:
-            pixels[i] = _preprocess_one(cell, size, raw_shapes[i] if raw_shapes else None, max_pixels)
+            pixels[i] = _preprocess_one(cell, recipe, raw_shapes[i] if raw_shapes else None, max_pixels)
             errors.append(None)
         except ImageError as e:
             errors.append(str(e))
@@ -53,7 +54,7 @@ def preprocess_batch(
 
 
 def _preprocess_one(
-    cell: ImageCell, size: EvalSize, raw_shape: RawShape | None, max_pixels: int
+    cell: ImageCell, recipe: Recipe, raw_shape: RawShape | None, max_pixels: int
 ) -> np.ndarray:
     if cell is None:
         raise ImageError("missing image: the image cell is null")
@@ -62,5 +63,5 @@ def _preprocess_one(
             raise ImageError(f"raw pixels: incomplete shape {raw_shape}")
         image = pixels_from_raw(cell, raw_shape)
     else:
-        image = decode_image(bytes(cell), min_size=size.resize, max_pixels=max_pixels)
-    return resize_center_crop(image, size)
+        image = decode_image(bytes(cell), min_size=recipe.resize, max_pixels=max_pixels)
+    return resize_center_crop(image, recipe)

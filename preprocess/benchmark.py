@@ -25,17 +25,17 @@ from PIL import Image
 from torchvision.transforms import InterpolationMode, v2
 
 from preprocess.batch import preprocess_batch
-from preprocess.transform import EvalSize
+from preprocess.recipe import Recipe
 
 Method = Callable[[Sequence[bytes]], object]
 
 
-def ours(size: EvalSize) -> Method:
-    return lambda images: preprocess_batch(images, size)
+def ours(recipe: Recipe) -> Method:
+    return lambda images: preprocess_batch(images, recipe)
 
 
-def torchvision_resize_crop(size: EvalSize) -> Method:
-    resize_crop = v2.Compose([v2.Resize(size.resize, InterpolationMode.BILINEAR, antialias=True), v2.CenterCrop(size.crop)])
+def torchvision_resize_crop(recipe: Recipe) -> Method:
+    resize_crop = v2.Compose([v2.Resize(recipe.resize, InterpolationMode.BILINEAR, antialias=True), v2.CenterCrop(recipe.crop)])
     return lambda images: np.stack([np.asarray(resize_crop(_pil(b)), np.uint8) for b in images])  # (N, crop, crop, 3)
 
 

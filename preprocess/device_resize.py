@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import torch
 from torchvision.ops import roi_align
 
-from preprocess.transform import EvalSize, source_box
+from preprocess.recipe import Recipe
+from preprocess.transform import source_box
 
 # Bilinear samples per source pixel, along each side, when shrinking by more than sqrt(2). Mean
 # absolute difference to the CPU path (Pillow), same libjpeg-turbo decode, 500x375 JPEGs (x1.62
@@ -42,13 +43,13 @@ CANVAS_MAX_PIXELS = 64 * 2**20
 Size = tuple[int, int]  # (height, width), as tensors give it
 
 
-def resize_center_crop_batch(images: Sequence[torch.Tensor], size: EvalSize) -> torch.Tensor:
+def resize_center_crop_batch(images: Sequence[torch.Tensor], recipe: Recipe) -> torch.Tensor:
     """(3, H_i, W_i) uint8 images -> (N, 3, crop, crop) float32 in [0, 255], on their device."""
     if not images:
         raise ValueError("resize_center_crop_batch needs at least one image")
     sizes = [(int(i.shape[1]), int(i.shape[2])) for i in images]
     groups = plan_canvases(sizes)
-    outputs = [_crop_group([images[i] for i in g], [sizes[i] for i in g], size) for g in groups]
+    outputs = [_crop_group([images[i] for i in g], [sizes[i] for i in g], recipe) for g in groups]
     if len(groups) == 1:
         return outputs[0]
     order = torch.tensor([i for g in groups for i in g], device=outputs[0].device)
@@ -77,21 +78,21 @@ def plan_canvases(sizes: Sequence[Size]) -> list[list[int]]:
     return [sorted(g) for g in (groups + [group] if group else groups)]  # input order within a canvas
 
 
-def crop_boxes(sizes: Sequence[Size], size: EvalSize) -> list[tuple[float, float, float, float]]:
+def crop_boxes(sizes: Sequence[Size], recipe: Recipe) -> list[tuple[float, float, float, float]]:
     """Each image's crop region (left, top, right, bottom) in its source pixels."""
-    return [source_box((w, h), size) for h, w in sizes]
+    return [source_box((w, h), recipe) for h, w in sizes]
 
 
-def _crop_group(images: list[torch.Tensor], sizes: list[Size], size: EvalSize) -> torch.Tensor:
-    regions = crop_boxes(sizes, size)
+def _crop_group(images: list[torch.Tensor], sizes: list[Size], recipe: Recipe) -> torch.Tensor:
+    regions = crop_boxes(sizes, recipe)
     canvas = _canvas(images, sizes, regions)  # (n, 3, Hmax, Wmax) float32
     boxes = torch.tensor([(i, *box) for i, box in enumerate(regions)], dtype=torch.float32)
     boxes = boxes.to(canvas.device, non_blocking=True)  # (n, 5): batch index, x1, y1, x2, y2
-    sampling = sampling_ratio_for(regions, size)
-    return roi_align(canvas, boxes, (size.crop, size.crop), spatial_scale=1.0, sampling_ratio=sampling, aligned=True)
+    sampling = sampling_ratio_for(regions, recipe)
+    return roi_align(canvas, boxes, (recipe.crop, recipe.crop), spatial_scale=1.0, sampling_ratio=sampling, aligned=True)
 
 
-def sampling_ratio_for(regions: Sequence[tuple[float, float, float, float]], size: EvalSize) -> int:
+def sampling_ratio_for(regions: Sequence[tuple[float, float, float, float]], recipe: Recipe) -> int:
     """Samples per output pixel side for a canvas, matching the blur of Pillow's antialiased bilinear.
 
     Shrinking by s, Pillow applies a triangle filter of radius s (variance s^2/6, in source pixels);
@@ -99,7 +100,7 @@ def sampling_ratio_for(regions: Sequence[tuple[float, float, float, float]], siz
     footprint s (variance s^2 (r^2 - 1) / (12 r^2)). Equal variances give r^2 = s^2 / (2 - s^2) for
     s < sqrt(2); beyond, no r blurs enough, so take many samples (about 2 per source pixel).
     """
-    scale = max(max(right - left, bottom - top) for left, top, right, bottom in regions) / size.crop
+    scale = max(max(right - left, bottom - top) for left, top, right, bottom in regions) / recipe.crop
     dense = min(MAX_SAMPLING_RATIO, math.ceil(SAMPLES_PER_SOURCE_PIXEL * scale))
     if scale <= 1:
         return 1  # enlarging: plain bilinear, as Pillow does

@@ -24,7 +24,7 @@ from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.device_decode import DecoderName, JpegDecoder
 from preprocess.device_resize import resize_center_crop_batch
 from preprocess.routed import RoutedBatch
-from preprocess.transform import EvalSize
+from preprocess.recipe import IMAGENET_RECIPE, Recipe
 
 
 @dataclass
@@ -40,13 +40,13 @@ class DeviceStage:
     def __init__(
         self,
         device: torch.device,
-        size: EvalSize = EvalSize(),
+        recipe: Recipe = IMAGENET_RECIPE,
         *,
         decoder: DecoderName | None = None,
         max_pixels: int = DEFAULT_MAX_PIXELS,
     ) -> None:
         self.device = device
-        self.size = size
+        self.recipe = recipe
         self.max_pixels = max_pixels
         self.decoder = JpegDecoder(device, decoder)
 
@@ -57,8 +57,8 @@ class DeviceStage:
         device_rows = [row for row, image in zip(batch.device_rows, decoded) if image is not None]
         parts = [(host_rows, _upload(host_pixels, self.device))] if host_rows else []
         if device_rows:
-            parts.append((device_rows, resize_center_crop_batch([i for i in decoded if i is not None], self.size)))
-        return DeviceImages(_in_row_order(parts, errors, self.size, self.device), errors, self.decoder.name)
+            parts.append((device_rows, resize_center_crop_batch([i for i in decoded if i is not None], self.recipe)))
+        return DeviceImages(_in_row_order(parts, errors, self.recipe, self.device), errors, self.decoder.name)
 
     def _decode(self, encoded: list[bytes]) -> tuple[list[torch.Tensor | None], list[int]]:
         if not encoded:
@@ -71,7 +71,7 @@ class DeviceStage:
         rows = [row for k, row in enumerate(batch.cpu_rows) if errors[row] is None]
         pixels = batch.pixels[[k for k, row in enumerate(batch.cpu_rows) if errors[row] is None]]
         if refused:
-            fallback = preprocess_batch([batch.encoded[k] for k in refused], self.size, max_pixels=self.max_pixels)
+            fallback = preprocess_batch([batch.encoded[k] for k in refused], self.recipe, max_pixels=self.max_pixels)
             for k, error in zip(refused, fallback.errors):
                 errors[batch.device_rows[k]] = error
             rows += [batch.device_rows[k] for k, e in zip(refused, fallback.errors) if e is None]
@@ -87,14 +87,14 @@ def _upload(pixels: np.ndarray, device: torch.device) -> torch.Tensor:
     return tensor.permute(0, 3, 1, 2).float()
 
 
-def _in_row_order(parts: list[tuple[list[int], torch.Tensor]], errors: list[str | None], size: EvalSize, device: torch.device) -> torch.Tensor:
+def _in_row_order(parts: list[tuple[list[int], torch.Tensor]], errors: list[str | None], recipe: Recipe, device: torch.device) -> torch.Tensor:
     """Scatter each part's images to its rows' places among the rows without errors."""
     ok = [row for row, error in enumerate(errors) if error is None]
     place = {row: k for k, row in enumerate(ok)}
     parts = [(rows, images) for rows, images in parts if rows]
     if len(parts) == 1 and parts[0][0] == ok:
         return parts[0][1].contiguous()  # one source, already in row order: no copy
-    out = torch.empty((len(ok), 3, size.crop, size.crop), dtype=torch.float32, device=device)
+    out = torch.empty((len(ok), 3, recipe.crop, recipe.crop), dtype=torch.float32, device=device)
     for rows, images in parts:
         index = torch.tensor([place[row] for row in rows], device=device)
         out.index_copy_(0, index, images)

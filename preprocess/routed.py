@@ -21,7 +21,7 @@ from preprocess.batch import preprocess_batch
 from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.routing import DecodeRouter
 from preprocess.screen import screen
-from preprocess.transform import EvalSize
+from preprocess.recipe import IMAGENET_RECIPE, Recipe
 
 
 @dataclass
@@ -43,7 +43,7 @@ class RoutedBatch:
 def preprocess_routed(
     cells: Sequence[bytes | None],
     router: DecodeRouter,
-    size: EvalSize = EvalSize(),
+    recipe: Recipe = IMAGENET_RECIPE,
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> RoutedBatch:
@@ -56,7 +56,7 @@ def preprocess_routed(
     sent = set(device_rows)
     cpu_rows = [i for i in range(len(cells)) if i not in sent]
     decode_started = time.perf_counter()
-    decoded = preprocess_batch([cells[i] for i in cpu_rows], size, max_pixels=max_pixels)
+    decoded = preprocess_batch([cells[i] for i in cpu_rows], recipe, max_pixels=max_pixels)
     finished = time.perf_counter()
     router.record_batch(finished - started, len(cpu_rows), finished - decode_started)
     errors: list[str | None] = [None] * len(cells)

@@ -14,11 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from job.parts import FILE, ROW, with_position
-from job.stages import EVAL_SIZE, Batch, PixelBatch, SplitBatch
+from job.stages import Batch, PixelBatch, SplitBatch
+from preprocess.recipe import IMAGENET_RECIPE
 from preprocess.routed import RoutedBatch
 
 PIXELS, ENCODED = "pixels", "image"
-IMAGE_BYTES = EVAL_SIZE.crop * EVAL_SIZE.crop * 3  # one decoded row: crop x crop x 3 uint8
+IMAGE_BYTES = IMAGENET_RECIPE.crop * IMAGENET_RECIPE.crop * 3  # one decoded row: crop x crop x 3 uint8
 
 
 def block_of(batch: Batch) -> pa.Table:
@@ -69,11 +70,11 @@ def _pixels_column(rows: int, decoded: list[int], pixels: np.ndarray) -> pa.Arra
 def _pixels_of(column: pa.Array) -> np.ndarray:
     """(K, crop, crop, 3) uint8 view of the non-null cells of a ``_pixels_column`` (after joins too)."""
     if len(column) == 0 or column.null_count == len(column):
-        return np.empty((0, EVAL_SIZE.crop, EVAL_SIZE.crop, 3), np.uint8)
+        return np.empty((0, IMAGENET_RECIPE.crop, IMAGENET_RECIPE.crop, 3), np.uint8)
     _, offsets_buffer, data_buffer = column.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int32)[column.offset : column.offset + len(column) + 1]
     data = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]]
-    return data.reshape(-1, EVAL_SIZE.crop, EVAL_SIZE.crop, 3)
+    return data.reshape(-1, IMAGENET_RECIPE.crop, IMAGENET_RECIPE.crop, 3)
 
 
 def _binary_at(rows: int, at: list[int], cells: list[bytes]) -> pa.Array:

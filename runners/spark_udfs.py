@@ -30,7 +30,8 @@ from job.config import JobConfig
 from job.parts import FILE, ROW, PartCollector, Parts
 from job.plan import InputPlan
 from job.rows import OUTPUT_SCHEMA
-from job.stages import EVAL_SIZE, Batch, Classify, PixelBatch, Preprocess
+from job.stages import Batch, Classify, PixelBatch, Preprocess
+from preprocess.recipe import IMAGENET_RECIPE
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
 # What each writing task reports to the driver, one row per part it committed: the job's timeline.
@@ -189,7 +190,7 @@ def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.Dat
     def predict(pixels: pd.Series, errors: pd.Series) -> pd.DataFrame:
         classify = Classify(config, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
         errs = [None if e is None or (isinstance(e, float) and np.isnan(e)) else e for e in errors]
-        crop = EVAL_SIZE.crop
+        crop = IMAGENET_RECIPE.crop
         ok = [np.frombuffer(cell, np.uint8).reshape(crop, crop, 3) for cell, error in zip(pixels, errs) if error is None]
         stacked = np.stack(ok) if ok else np.empty((0, crop, crop, 3), np.uint8)  # (K, crop, crop, 3): the rows without errors
         table = classify(PixelBatch([""] * len(errs), stacked, errs))

@@ -46,7 +46,8 @@ from job.config import JobConfig, default_batch_size
 from job.errors import JobError
 from job.manifest import MANIFEST, Manifest, read_manifest
 from job.plan import InputPlan, plan_input, read_file
-from job.stages import EVAL_SIZE, image_cells
+from job.stages import image_cells
+from preprocess.recipe import IMAGENET_RECIPE
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 from runners.compare import report as compare_report
@@ -180,7 +181,7 @@ def preprocess_stage(plan: InputPlan, config: JobConfig) -> list[dict]:
     """Preprocessing per core on the input's own images: ours against torchvision's eval transform."""
     if plan.shape_columns or config.raw_shape:
         raise JobError("--stage preprocess times image decoding, but this input holds raw pixels; use an encoded input")
-    images, size = _decodable_images(plan, config), EVAL_SIZE
+    images, size = _decodable_images(plan, config), IMAGENET_RECIPE
     methods = {
         "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(size)),
         "torchvision_resize_crop": (f"torchvision v2 Resize({size.resize}) + CenterCrop({size.crop}) on PIL, uint8",
@@ -202,7 +203,7 @@ def _decodable_images(plan: InputPlan, config: JobConfig) -> list[bytes]:
             cells += image_cells(batch.column(config.image_column), raw=False)[: PREPROCESS_MAX_IMAGES - len(cells)]
         if len(cells) >= PREPROCESS_MAX_IMAGES:
             break
-    errors = preprocess_batch(cells, EVAL_SIZE, max_pixels=config.max_pixels).errors
+    errors = preprocess_batch(cells, IMAGENET_RECIPE, max_pixels=config.max_pixels).errors
     images = [c for c, e in zip(cells, errors) if e is None]
     if not images:
         raise JobError(f"{config.input}: no decodable image among the first {len(cells)} rows to time")

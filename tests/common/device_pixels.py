@@ -18,9 +18,9 @@ from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.device_stage import DeviceStage
 from preprocess.routed import preprocess_routed
 from preprocess.routing import DecodeRouter
-from preprocess.transform import EvalSize
+from preprocess.recipe import Recipe
 
-_stages: dict[tuple[torch.device, EvalSize, int], DeviceStage] = {}
+_stages: dict[tuple[torch.device, Recipe, int], DeviceStage] = {}
 _stages_lock = threading.Lock()
 
 
@@ -34,7 +34,7 @@ class DeviceBatch:
 def preprocess_on_device(
     cells: Sequence[bytes | None],
     device: torch.device,
-    size: EvalSize = EvalSize(),
+    size: Recipe = Recipe(),
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> DeviceBatch:
@@ -49,7 +49,7 @@ def preprocess_on_device(
     return DeviceBatch(pixels, result.errors, result.decoder)
 
 
-def _stage(device: torch.device, size: EvalSize, max_pixels: int) -> DeviceStage:
+def _stage(device: torch.device, size: Recipe, max_pixels: int) -> DeviceStage:
     """One stage per device and geometry: nvImageCodec decoders are worth keeping."""
     with _stages_lock:
         key = (device, size, max_pixels)

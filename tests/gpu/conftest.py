@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from inference import load_model
-from inference.model import IMAGENET_MEAN, IMAGENET_STD, eval_size
+from preprocess.recipe import IMAGENET_RECIPE
 from preprocess import preprocess_batch
 from tests.common.images import encoded, photo
 
@@ -44,7 +44,7 @@ def jpegs() -> list[bytes]:
 
 @pytest.fixture(scope="session")
 def pixels(jpegs) -> np.ndarray:
-    return preprocess_batch(jpegs, eval_size()).pixels  # (16, 224, 224, 3) uint8
+    return preprocess_batch(jpegs, IMAGENET_RECIPE).pixels  # (16, 224, 224, 3) uint8
 
 
 @pytest.fixture(scope="session")
@@ -72,8 +72,8 @@ def _trunk_features(module: torch.nn.Module, pixels: np.ndarray) -> torch.Tensor
 
 def _forward(module: torch.nn.Module, pixels: np.ndarray) -> torch.Tensor:
     """CPU fp32 forward, normalised as the Predictor does."""
-    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1) * 255
-    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1) * 255
+    mean = torch.tensor(IMAGENET_RECIPE.mean).view(1, 3, 1, 1) * 255
+    std = torch.tensor(IMAGENET_RECIPE.std).view(1, 3, 1, 1) * 255
     batch = (torch.from_numpy(pixels).permute(0, 3, 1, 2).float() - mean) / std
     with torch.inference_mode():
         return module.eval()(batch)

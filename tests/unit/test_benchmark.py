@@ -8,7 +8,8 @@ import torch
 
 from inference import load_model
 from inference.benchmark import model_only_images_per_sec
-from inference.model import RECIPE, eval_size
+from inference.model import RECIPE
+from preprocess.recipe import IMAGENET_RECIPE
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 from tests.common.images import encoded, photo
 
@@ -26,7 +27,7 @@ def test_model_only_refuses_an_empty_batch():
 
 def test_timed_methods_produce_the_same_crop_and_restore_threads():
     images = [encoded(photo(500, 375, seed=s), quality=95) for s in range(3)]
-    size = eval_size()
+    size = IMAGENET_RECIPE
     reference = torchvision_resize_crop(size)(images).astype(int)
     assert reference.shape == (3, size.crop, size.crop, 3)
     assert np.abs(ours(size)(images).pixels.astype(int) - reference).max() <= 2  # resampling rounding only

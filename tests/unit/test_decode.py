@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from preprocess import EvalSize, ImageError, decode_image, pixels_from_raw, preprocess_batch, resize_center_crop
+from preprocess import Recipe, ImageError, decode_image, pixels_from_raw, preprocess_batch, resize_center_crop
 from tests.common.images import bad_images, encoded, odd_images, photo
 
-SIZE = EvalSize()
+SIZE = Recipe()
 
 
 @pytest.mark.parametrize("name", sorted(odd_images()))

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from preprocess import EvalSize, preprocess_batch
+from preprocess import Recipe, preprocess_batch
 from preprocess.device_decode import JpegDecoder
 from preprocess.device_resize import CANVAS_WASTE, plan_canvases, resize_center_crop_batch, sampling_ratio_for, crop_boxes
 from tests.common.images import encoded, photo
 
-SIZE = EvalSize()
+SIZE = Recipe()
 # Mean |difference| to Pillow's antialiased bilinear, same libjpeg-turbo decode, measured on these
 # synthetic photos: 0.30-0.55 levels (box-averaged samples against a triangle filter). 640x480 is
 # 1.4: the CPU path decodes it at half size by DCT scaling first. Bounds leave ~40% headroom.

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from preprocess import EvalSize, preprocess_batch
+from preprocess import Recipe, preprocess_batch
 from preprocess.device_decode import DecoderUnavailable, JpegDecoder, choose_decoder
 from preprocess.device_stage import DeviceStage
 from tests.common.device_pixels import preprocess_on_device
@@ -82,6 +82,6 @@ def test_decoder_choice_is_explicit():
 def test_one_corrupt_jpeg_costs_only_its_row():
     good = encoded(photo(400, 300, seed=5))
     corrupt = good[:200] + bytes(len(good) - 200)  # header intact, entropy data zeroed
-    out = preprocess_on_device([good, corrupt, good], CPU, EvalSize())
+    out = preprocess_on_device([good, corrupt, good], CPU, Recipe())
     assert out.errors[0] is None and out.errors[2] is None and out.errors[1] is not None
     assert torch.equal(out.pixels[0], out.pixels[2]) and out.pixels[0].any()

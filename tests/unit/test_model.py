@@ -80,12 +80,13 @@ def test_our_resnet50_is_torchvisions_bit_for_bit():
 def test_eval_recipe_is_torchvisions():
     from torchvision.models import ResNet50_Weights
 
-    from inference.model import EVAL_SIZE, IMAGENET_MEAN, IMAGENET_STD, IMAGENET_URL
+    from inference.model import IMAGENET_URL
+    from preprocess.recipe import IMAGENET_RECIPE
 
     weights = ResNet50_Weights.DEFAULT
     transforms = weights.transforms()
-    assert (EVAL_SIZE.resize, EVAL_SIZE.crop) == (transforms.resize_size[0], transforms.crop_size[0])
-    assert (IMAGENET_MEAN, IMAGENET_STD) == (tuple(transforms.mean), tuple(transforms.std))
+    assert (IMAGENET_RECIPE.resize, IMAGENET_RECIPE.crop) == (transforms.resize_size[0], transforms.crop_size[0])
+    assert (IMAGENET_RECIPE.mean, IMAGENET_RECIPE.std) == (tuple(transforms.mean), tuple(transforms.std))
     assert IMAGENET_URL == weights.url
 
 

@@ -11,7 +11,7 @@ import torch
 from torchvision.models import ResNet50_Weights
 
 from inference import Predictor, load_model
-from inference.model import eval_size
+from preprocess.recipe import IMAGENET_RECIPE
 from preprocess import preprocess_batch
 from tests.common.images import encoded, photo
 
@@ -30,7 +30,7 @@ def images():
 
 def test_matches_plain_torchvision_pipeline(model, images):
     """Our preprocessing + on-device normalisation gives torchvision's own eval results."""
-    ours = Predictor(model, CPU, "fp32")(preprocess_batch([encoded(i, quality=95) for i in images], eval_size()).pixels)
+    ours = Predictor(model, CPU, "fp32")(preprocess_batch([encoded(i, quality=95) for i in images], IMAGENET_RECIPE).pixels)
     decoded = [PIL.Image.open(io.BytesIO(encoded(i, quality=95))).convert("RGB") for i in images]
     batch = torch.stack([ResNet50_Weights.DEFAULT.transforms()(d) for d in decoded])
     with torch.inference_mode():
@@ -41,7 +41,7 @@ def test_matches_plain_torchvision_pipeline(model, images):
 
 
 def test_outputs_have_the_contract_shapes_and_ranges(model, images):
-    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
     out = Predictor(model, CPU, topk=3)(pixels)
     assert out.label.shape == (4,) and out.topk_labels.shape == (4, 3)
     assert out.label.dtype == np.int64 and out.score.dtype == np.float32
@@ -51,14 +51,14 @@ def test_outputs_have_the_contract_shapes_and_ranges(model, images):
 
 
 def test_random_weights_are_the_same_in_every_process(model, images):
-    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
     again = load_model("random")
     a, b = Predictor(model, CPU)(pixels), Predictor(again, CPU)(pixels)
     assert np.array_equal(a.topk_labels, b.topk_labels) and np.array_equal(a.topk_scores, b.topk_scores)
 
 
 def test_bf16_on_cpu_agrees_with_fp32(model, images):
-    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
     fp32, bf16 = Predictor(model, CPU, "fp32")(pixels), Predictor(model, CPU, "bf16")(pixels)
     assert np.array_equal(fp32.label, bf16.label)
     np.testing.assert_allclose(fp32.score, bf16.score, atol=0.05)
@@ -77,7 +77,7 @@ def test_fp16_on_cpu_is_refused_with_the_fix(model):
 
 
 def test_tensor_input_gives_the_numpy_answers(model, images):
-    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
     predictor = Predictor(model, CPU)
     from_numpy, from_tensor = predictor(pixels), predictor(torch.from_numpy(pixels.copy()))
     assert np.array_equal(from_numpy.topk_labels, from_tensor.topk_labels)
@@ -90,7 +90,7 @@ def test_concurrent_calls_from_two_threads_give_the_sequential_answers(model, im
     """The Ray GPU actors call the predictor from two threads at once (each on its own stream)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    batches = [preprocess_batch([encoded(i)], eval_size()).pixels for i in images]
+    batches = [preprocess_batch([encoded(i)], IMAGENET_RECIPE).pixels for i in images]
     predictor = Predictor(model, CPU)
     sequential = [predictor(b).topk_labels for b in batches]
     with ThreadPoolExecutor(2) as pool:
@@ -105,7 +105,7 @@ def test_compile_needs_a_batch_size_to_pad_to(model):
 
 def test_float_images_on_the_device_give_the_uint8_answers(model, images):
     """``predict_images`` (the device stage's float NCHW) agrees with the uint8 NHWC path."""
-    pixels = preprocess_batch([encoded(i) for i in images], eval_size()).pixels
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
     predictor = Predictor(model, CPU)
     from_uint8 = predictor(pixels)
     from_float = predictor.predict_images(torch.from_numpy(pixels).permute(0, 3, 1, 2).float())  # (N, 3, H, W)

@@ -8,8 +8,8 @@ import torch
 from PIL import Image
 from torchvision.models import ResNet50_Weights
 
-from inference.model import eval_size
-from preprocess import EvalSize, resize_center_crop
+from preprocess.recipe import IMAGENET_RECIPE
+from preprocess import Recipe, resize_center_crop
 from tests.common.images import photo
 
 
@@ -22,14 +22,14 @@ def torchvision_uint8(image: Image.Image) -> np.ndarray:
     return ((tensor * std + mean) * 255).round().clamp(0, 255).byte().permute(1, 2, 0).numpy()
 
 
-def test_eval_size_comes_from_torchvision_weights():
-    assert eval_size() == EvalSize(resize=232, crop=224)
+def test_recipe_comes_from_torchvision_weights():
+    assert IMAGENET_RECIPE == Recipe(resize=232, crop=224)
 
 
 @pytest.mark.parametrize("width, height", [(500, 375), (375, 500), (640, 480), (232, 232), (300, 1000), (1, 1), (4000, 30)])
 def test_matches_torchvision_eval_transform(width, height):
     image = photo(width, height, seed=width + height)
-    ours = resize_center_crop(image, eval_size()).astype(int)
+    ours = resize_center_crop(image, IMAGENET_RECIPE).astype(int)
     reference = torchvision_uint8(image).astype(int)
     assert ours.shape == reference.shape == (224, 224, 3)
     diff = np.abs(ours - reference)
