@@ -1,23 +1,31 @@
-"""What every benchmark row carries: when, where (hardware), with what (versions), how (config)."""
+"""What every benchmark row carries (when, where: hardware, with what: versions, how: config), and where it goes.
+
+A row is kept only where the user asks (``--results FILE.jsonl``): following the docs must not
+dirty a checkout. BENCHMARKS.md's figures were kept with ``--results benchmarks/results/<name>.jsonl``.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
 
 from job.report import hardware, versions
 
-RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
+
+def add_results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", metavar="FILE.jsonl",
+                        help="append each result row to FILE as one JSON line (default: print the figures only)")
 
 
-def append_result(name: str, row: dict) -> str:
-    """Append one JSON row to benchmarks/results/<name>.jsonl; returns the path."""
-    os.makedirs(RESULTS_DIR, exist_ok=True)
+def append_result(path: str | None, row: dict) -> dict:
+    """``row`` with its time, hardware and versions; appended to ``path`` as one JSON line when given."""
     row = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **row}
     row.setdefault("hardware", hardware())
     row.setdefault("versions", versions())
-    path = os.path.join(RESULTS_DIR, f"{name}.jsonl")
-    with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-    return path
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "a") as f:
+            f.write(json.dumps(row, default=str) + "\n")
+    return row

@@ -5,11 +5,10 @@
 
 Starts moto's S3 server on 127.0.0.1, writes a synthetic dataset to it
 (``runners.make_dataset``), and runs ``runners.<engine>_job`` with input and output through
-``tests/common/fault_proxy.py``, which answers ``--fault-rate`` of the requests with 503
+``benchmarks/harness/fault_proxy.py``, which answers ``--fault-rate`` of the requests with 503
 SlowDown or drops the connection. ``--kill`` also SIGKILLs one worker process mid-run (a Ray
 actor, or a Spark Python worker: give Spark task retries with ``--master 'local[N,F]'``).
-Then it reads the output back and appends one JSON row to
-``benchmarks/results/reliability.jsonl``: requests and faults by kind, rows in, out, lost
+Then it reads the output back and makes one JSON row (``--results FILE`` keeps it): requests and faults by kind, rows in, out, lost
 and duplicated, seconds, the machine's load, hardware and versions. Extra arguments go to
 the job. Needs the dev extra (moto, psutil).
 """
@@ -18,20 +17,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import time
 from collections import Counter
-from types import ModuleType
 
 import boto3
+import pyarrow.parquet as pq
 
-from benchmarks.common import append_result
-from runners import make_dataset
-from tests.common.contract import read_output
-from tests.common.fault_proxy import FAULT_KINDS, FaultProxy
-from tests.common.processes import KillFirst, busy_pyspark_worker, ray_actor_working, ray_data_actor
-from tests.common.s3 import s3_server_env, start_s3_server
+from benchmarks.common import add_results_option, append_result
+from benchmarks.harness.fault_proxy import FAULT_KINDS, FaultProxy
+from benchmarks.harness.processes import KillFirst, busy_pyspark_worker, ray_actor_working, ray_data_actor
+from benchmarks.harness.s3 import s3_server_env, start_s3_server
+from job.engine import Engine
+from job.manifest import read_manifest
+from runners import engine, make_dataset
+from storage import resolve
 
 KILLS = {"preprocess": ray_actor_working("RayPreprocess"), "classify": ray_actor_working("RayClassify"),
          "worker": busy_pyspark_worker(cpu_s=1.0)}
@@ -40,7 +40,8 @@ BUCKET = "fault-bench"
 
 def get_args_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", default="ray", choices=("ray", "spark"), help="runs runners.<engine>_job")
+    add_results_option(parser)
+    parser.add_argument("--engine", default="ray", choices=("ray", "spark"), help="the engine whose job runs (runners.ENGINES)")
     parser.add_argument("--images", type=int, default=64)
     parser.add_argument("--rows-per-file", type=int, default=8, help="input Parquet files hold this many rows")
     parser.add_argument("--fault-rate", type=float, default=0.1, help="share of S3 requests that fail (0-1)")
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
             row = run_job(args, job_args, proxy, endpoint, ids)
     finally:
         server.stop()
-    append_result("reliability", row)
+    append_result(args.results, row)
     outcome = row["error"] or f"{row['rows_out']} of {row['rows_in']} rows, {row['rows_lost']} lost, {row['duplicates']} duplicated"
     print(f"{args.engine}: {outcome}; {row['faults_injected']} faults in {row['requests']} requests {row['faults']}; "
           f"killed: {row['killed'] or 'none'}; redone: {row['redone']}; {row['seconds']:.1f} s")
@@ -78,10 +79,10 @@ def run_job(args: argparse.Namespace, job_args: list[str], proxy: FaultProxy, en
     argv = ["--input", f"s3://{BUCKET}/in/", "--output", f"s3://{BUCKET}/out/", "--s3-endpoint-url", proxy.url,
             "--weights", "random", "--overwrite", *job_args]
     load, started = os.getloadavg()[0], time.perf_counter()
-    manifest, error, killed = run_once(importlib.import_module(f"runners.{args.engine}_job"), argv, args.kill)
+    manifest, error, killed = run_once(engine(args.engine), argv, args.kill)
     seconds = time.perf_counter() - started
     # A failed job commits nothing (no manifest): no rows to count, and none lost from an output.
-    got = Counter(r["id"] for r in read_output(f"s3://{BUCKET}/out/", endpoint)[0]) if error is None else None
+    got = Counter(output_ids(f"s3://{BUCKET}/out/", endpoint)) if error is None else None
     return {
         "benchmark": "reliability",
         "engine": args.engine,
@@ -106,7 +107,14 @@ def run_job(args: argparse.Namespace, job_args: list[str], proxy: FaultProxy, en
     }
 
 
-def run_once(job: ModuleType, argv: list[str], kill: str | None) -> tuple[dict, str | None, str | None]:
+def output_ids(uri: str, endpoint: str) -> list[str]:
+    """Every id of a finished output, as a reader sees it: the parts its manifest lists."""
+    location = resolve(uri, endpoint)
+    files = [location.join(name) for name in read_manifest(location).files]
+    return pq.read_table(files, columns=["id"], filesystem=location.filesystem).column("id").to_pylist()
+
+
+def run_once(job: Engine, argv: list[str], kill: str | None) -> tuple[dict, str | None, str | None]:
     """Run the job, killing one worker mid-run if asked; returns (manifest, error, killed process)."""
     killer = KillFirst(KILLS[kill], spare=ray_data_actor) if kill else None
     try:

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from benchmarks.common import append_result
+from benchmarks.common import add_results_option, append_result
 from inference import Predictor, choose_device, default_precision, load_model
 from preprocess.device_decode import DECODERS, JpegDecoder, nvimgcodec_available
 from preprocess.device_resize import resize_center_crop_batch
@@ -99,6 +99,7 @@ def bench_stage(device: torch.device, jpegs: list[bytes], seconds: float, precis
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_results_option(parser)
     parser.add_argument("--batch", type=int, default=256, help="images per device call (256: the Ray GPU batch)")
     parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per measurement, after warm-up")
     parser.add_argument("--no-compile", action="store_true", help="skip the compiled runs (a compile takes 10-60 s)")
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows += [bench_stage(device, jpegs, args.seconds, precision, compile, threads) for threads in (1, 2)]
     for row in rows:
         row.update(batch=args.batch, device=str(device), image_size="500x375")
-        append_result("gpu_stage", row)
+        append_result(args.results, row)
         print(row["what"], {k: v for k, v in row.items() if k not in ("what", "hardware", "versions")})
     return rows
 

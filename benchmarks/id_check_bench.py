@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchmarks.common import append_result
+from benchmarks.common import add_results_option, append_result
 from job.dataset_check import read_footers
 from job.unique_ids import ID_READ_THREADS, check_unique_ids
 from storage import resolve
@@ -32,6 +32,7 @@ ROW_GROUP_ROWS = 1024  # what make_dataset writes for images: many row groups pe
 
 def get_args_parser(add_help: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], add_help=add_help)
+    add_results_option(parser)
     parser.add_argument("--ids", type=int, default=2_000_000, help="ids in the whole input")
     parser.add_argument("--files", type=int, default=20, help="Parquet files they are spread over")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs after one untimed warm-up")
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict:
            "seconds_per_million_ids": round(median / args.ids * 1e6, 3), "hash_bytes_per_id": 8}
     print(f"{args.ids} {row['id_type']} ids in {args.files} files: median {median:.2f} s, "
           f"{row['seconds_per_million_ids']:.3f} s per million ids ({os.cpu_count()} cpus)")
-    append_result("id_check", row)
+    append_result(args.results, row)
     return row
 
 

@@ -11,24 +11,23 @@ counted from the output, seconds, images/sec, config, hardware, versions) to
 from __future__ import annotations
 
 import argparse
-import importlib
 import tempfile
 
-from benchmarks.common import append_result
-from runners import make_dataset
+from benchmarks.common import add_results_option, append_result
+from runners import ENGINES, engine, make_dataset
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", default="ray", help="ray, spark, sagemaker: runs runners.<engine>_job")
+    add_results_option(parser)
+    parser.add_argument("--engine", default="ray", choices=sorted(ENGINES), help="the engine whose job runs (runners.ENGINES)")
     parser.add_argument("--images", type=int, default=256)
     parser.add_argument("--format", default="jpeg", choices=make_dataset.FORMATS)
     parser.add_argument("--note", default="", help="free text recorded with the row (e.g. 'machine shared')")
     args, job_args = parser.parse_known_args(argv)
     workdir = tempfile.mkdtemp(prefix="job-bench-")
     make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", args.format])
-    job = importlib.import_module(f"runners.{args.engine}_job")
-    manifest = job.main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random", *job_args])
+    manifest = engine(args.engine).main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random", *job_args])
     row = {
         "benchmark": "job",
         "engine": args.engine,
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
         "versions": manifest["versions"],
         "settings": manifest["settings"],
     }
-    append_result("jobs", row)
+    append_result(args.results, row)
     print(f"{args.engine}: {row['images']} images in {row['seconds']:.1f} s = {row['images_per_sec']:.1f} images/s")
     return row
 

@@ -23,8 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from benchmarks.common import append_result
-from runners import make_dataset
+from benchmarks.common import add_results_option, append_result
+from runners import ENGINES, make_dataset
 
 SAMPLE_INTERVAL_S = 0.25  # fine enough to catch a model load or a block burst; cheap on /proc
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -84,7 +84,7 @@ def watch(job: subprocess.Popen) -> Peaks:
 def run_once(engine: str, images: int, rows_per_file: int, job_args: list[str], workdir: str) -> dict:
     data, out = f"{workdir}/in-{images}", f"{workdir}/out-{images}"
     make_dataset.main(["--output", data, "--images", str(images), "--rows-per-file", str(rows_per_file)])
-    command = [sys.executable, "-m", f"runners.{engine}_job", "--input", data, "--output", out, "--weights", "random", *job_args]
+    command = [sys.executable, "-m", ENGINES[engine].module, "--input", data, "--output", out, "--weights", "random", *job_args]
     started = time.perf_counter()
     with open(f"{workdir}/job-{images}.log", "w") as log:
         job = subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
@@ -107,7 +107,8 @@ def run_once(engine: str, images: int, rows_per_file: int, job_args: list[str], 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", default="ray", choices=("ray", "spark"), help="runs runners.<engine>_job")
+    add_results_option(parser)
+    parser.add_argument("--engine", default="ray", choices=("ray", "spark"), help="the engine whose job runs (runners.ENGINES)")
     parser.add_argument("--images", type=int, default=128, help="N: runs N and 4N images (default: 128)")
     parser.add_argument("--rows-per-file", type=int, default=64, help="rows per input file (default: 64)")
     parser.add_argument("--note", default="", help="free text recorded with each row (e.g. 'machine shared')")
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="memory-bench-") as workdir:
         for images in (args.images, 4 * args.images):
             row = {**run_once(args.engine, images, args.rows_per_file, job_args, workdir), "note": args.note}
-            append_result("memory", row)
+            append_result(args.results, row)
             rows.append(row)
             print(f"{args.engine}: {row['images']} images in {row['input_files']} files: peak RSS {row['peak_tree_rss_mib']} MiB "
                   f"(PSS {row['peak_tree_pss_mib']} MiB, driver {row['peak_driver_rss_mib']} MiB), {row['wall_seconds']} s")

@@ -17,24 +17,25 @@ import argparse
 import re
 import tempfile
 import time
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
 import ray
 
-from benchmarks.common import append_result
+from benchmarks.common import add_results_option, append_result
 from job.config import JobConfig
-from job.driver import EngineRun, finish_job, prepare_job
+from job.driver import EngineRun, Job
+from job.execution import Execution
 from job.parts import with_position
 from job.rows import prediction_table
 from job.stages import Batch, PixelBatch
 from job.timeline import DEVICE_SECONDS
-from runners import make_dataset
-from runners.ray_blocks import batch_of
-from runners.ray_cluster import RaySession, plan_scaling
-from runners.ray_job import build_dataset, collect_parts
-from runners.ray_placement import start_registry
+from runners import make_dataset, ray_job
+from runners.ray.blocks import batch_of
+from runners.ray.cluster import RaySession, plan_scaling
+from runners.ray.placement import start_registry
 
 MODEL_BATCH = 256  # the GPU batch the stand-in holds for --hold-ms
 TOPK = 5
@@ -45,11 +46,11 @@ class HoldingClassify:
 
     hold_seconds = 0.012  # set per run, before Ray pickles the class
 
-    def __init__(self, config: JobConfig, run_id: str, images: int, concurrency: int) -> None:
-        self.topk = config.topk
+    def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
+        self.topk, self.crop = config.topk, execution.recipe.crop
 
     def __call__(self, block: pa.Table) -> pa.Table:
-        batch = batch_of(block)
+        batch = batch_of(block, self.crop)
         started = time.perf_counter()
         time.sleep(self.hold_seconds * len(batch.ids) / MODEL_BATCH)
         table = placeholder_rows(batch, self.topk)
@@ -76,6 +77,19 @@ def cpu_seconds_by_operator(stats: str) -> dict[str, float]:
     return found
 
 
+def metered_run(job: Job, session: RaySession, args: argparse.Namespace, cpu: dict[str, float]) -> EngineRun:
+    """``ray_job.run_on_ray`` with the stand-in model, and each operator's CPU seconds put in ``cpu``."""
+    scaling = plan_scaling(job.execution.batch_size, 1, args.num_cpu_actors, len(job.pending.files))
+    registry = start_registry(job.run_id)  # the actors report where they run, as in the job
+    driver_cpu = time.process_time()
+    dataset = ray_job.build_dataset(job, scaling, classify=HoldingClassify)
+    collector, busy = ray_job.collect_parts(dataset, job)
+    # The driver's own process: Ray's streaming executor, iter_batches, the part collector, the commits.
+    cpu.update({**cpu_seconds_by_operator(dataset.stats()), "driver": time.process_time() - driver_cpu})
+    ray.kill(registry)
+    return EngineRun({"scaling": scaling.to_dict()}, collector.progress, busy, 1)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=4096)
@@ -83,35 +97,31 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--hold-ms", type=float, default=12.0, help="stand-in model time per batch of 256 (default: 12, an H100)")
     parser.add_argument("--num-cpu-actors", type=int, help="preprocessing actors (default: the job's own rule)")
     parser.add_argument("--note", default="")
+    add_results_option(parser)
     args = parser.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix="pipeline-bench-")
     make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", "raw",
                        "--rows-per-file", str(args.rows_per_file)])
     HoldingClassify.hold_seconds = args.hold_ms / 1000
-    config = JobConfig(input=f"{workdir}/in", output=f"{workdir}/out", weights="random", batch_size=MODEL_BATCH, decode="cpu")
-    with RaySession(None):
-        job = prepare_job(config)
-        scaling = plan_scaling(job.config, 1, args.num_cpu_actors, len(job.pending.files))
-        registry = start_registry(job.run_id)  # the actors report where they run, as in the job
-        started, driver_cpu = time.perf_counter(), time.process_time()
-        dataset = build_dataset(job, scaling, classify=HoldingClassify)
-        collector, busy = collect_parts(dataset, job)
-        seconds = time.perf_counter() - started
-        # The driver's own process: Ray's streaming executor, iter_batches, the part collector, the commits.
-        cpu = {**cpu_seconds_by_operator(dataset.stats()), "driver": time.process_time() - driver_cpu}
-        ray.kill(registry)
-    manifest = finish_job(job, "ray-pipeline-meter", seconds, EngineRun({"scaling": scaling.to_dict()}, collector.progress, busy, 1))
+    cpu: dict[str, float] = {}
+    # The Ray job as users run it (the driver's plan, lease, parts, verify, manifest), its model a stand-in.
+    meter = dataclasses.replace(ray_job.ENGINE, name="ray-pipeline-meter",
+                                execute=lambda job, session, job_args: metered_run(job, session, args, cpu))
+    manifest = meter.main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random",
+                           "--batch-size", str(MODEL_BATCH), "--decode", "cpu"])
+    images, timeline = manifest["counts"]["rows_out"], manifest["timeline"]
     standin_rate = MODEL_BATCH / (args.hold_ms / 1000)
     row = {
-        "benchmark": "pipeline", "images": manifest.counts.rows_out, "hold_ms_per_256": args.hold_ms,
-        "standin_images_per_sec": round(standin_rate, 1), "seconds": manifest.seconds,
-        "images_per_sec": manifest.images_per_sec, "startup_seconds": manifest.timeline.startup_seconds,
-        "steady_images_per_sec": manifest.timeline.steady_images_per_sec,
-        "steady_of_standin": round((manifest.timeline.steady_images_per_sec or 0) / standin_rate, 3),
-        "cpu_ms_per_image": {op: round(1000 * s / manifest.counts.rows_out, 3) for op, s in cpu.items()},
-        "scaling": scaling.to_dict(), "note": args.note, "hardware": manifest.hardware, "versions": manifest.versions,
+        "benchmark": "pipeline", "images": images, "hold_ms_per_256": args.hold_ms,
+        "standin_images_per_sec": round(standin_rate, 1), "seconds": manifest["seconds"],
+        "images_per_sec": manifest["images_per_sec"], "startup_seconds": timeline["startup_seconds"],
+        "steady_images_per_sec": timeline["steady_images_per_sec"],
+        "steady_of_standin": round((timeline["steady_images_per_sec"] or 0) / standin_rate, 3),
+        "cpu_ms_per_image": {op: round(1000 * s / images, 3) for op, s in cpu.items()},
+        "scaling": manifest["settings"]["scaling"], "note": args.note, "hardware": manifest["hardware"],
+        "versions": manifest["versions"],
     }
-    append_result("pipeline", row)
+    append_result(args.results, row)
     print(f"pipeline meter: {row['images']} raw images, stand-in {standin_rate:.0f} images/s; delivered "
           f"{row['images_per_sec']} images/s whole, {row['steady_images_per_sec']} steady ({row['steady_of_standin']:.0%} of "
           f"the stand-in), startup {row['startup_seconds']} s; CPU ms/image {row['cpu_ms_per_image']}")

@@ -17,7 +17,7 @@ import argparse
 
 import numpy as np
 
-from benchmarks.common import append_result
+from benchmarks.common import add_results_option, append_result
 from inference.model import RECIPE
 from preprocess.recipe import IMAGENET_RECIPE
 from job.synthetic import encode, synthetic_image
@@ -34,6 +34,7 @@ def make_jpegs(size: tuple[int, int], count: int) -> list[bytes]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_results_option(parser)
     parser.add_argument("--images", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         }
         print(f"{name}: torchvision {reference:.1f} img/s, torchvision resize+crop {resize_crop:.1f} img/s, "
               f"ours {mine:.1f} img/s per core ({mine / reference:.2f}x)")
-        append_result("preprocess", row)
+        append_result(args.results, row)
         rows.append(row)
     return rows
 

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from benchmarks.common import append_result
+from benchmarks.common import add_results_option, append_result
 
 POLL_SECONDS = 0.05
 
@@ -43,6 +43,7 @@ def time_run(command: list[str], checkout: str) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_results_option(parser)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--vs-checkout", help="another checkout to time the same command in, alternating")
     parser.add_argument("--note", default="")
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                "first_part_seconds": sorted(round(f, 2) for f, _ in runs),
                "first_part_median": round(statistics.median(f for f, _ in runs), 2),
                "total_median": round(statistics.median(t for _, t in runs), 2), "note": args.note}
-        append_result("startup", row)
+        append_result(args.results, row)
         rows.append(row)
         print(f"{commit}: first part after {row['first_part_median']} s (runs {row['first_part_seconds']}), "
               f"done after {row['total_median']} s (median of {len(runs)})")

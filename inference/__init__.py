@@ -10,23 +10,21 @@ process that only parses options or decodes images (the CPU stage) never pays fo
 
 from __future__ import annotations
 
-import importlib
-
 from inference.names import PRECISIONS, Precision, WeightsError
 
-_TORCH_BOUND = {
-    "LoadedModel": "inference.model",
-    "load_model": "inference.model",
-    "Predictions": "inference.predictor",
-    "Predictor": "inference.predictor",
-    "choose_device": "inference.device",
-    "default_precision": "inference.device",
-}
-
-__all__ = ["PRECISIONS", "Precision", "WeightsError", *_TORCH_BOUND]
+__all__ = ["PRECISIONS", "LoadedModel", "Precision", "Predictions", "Predictor", "WeightsError", "choose_device",
+           "default_precision", "load_model"]
 
 
 def __getattr__(name: str) -> object:
-    if name in _TORCH_BOUND:
-        return getattr(importlib.import_module(_TORCH_BOUND[name]), name)
-    raise AttributeError(f"module 'inference' has no attribute {name!r}")
+    # Imported by statement, not by a name in a string, so a reader of imports (the SageMaker
+    # archive's runners.sagemaker.imports) sees these modules too.
+    if name in ("LoadedModel", "load_model"):
+        from inference import model as module
+    elif name in ("Predictions", "Predictor"):
+        from inference import predictor as module
+    elif name in ("choose_device", "default_precision"):
+        from inference import device as module
+    else:
+        raise AttributeError(f"module 'inference' has no attribute {name!r}")
+    return getattr(module, name)

@@ -1,21 +1,26 @@
 """When to ``torch.compile`` the model, how, and where its compiled kernels are kept between runs.
 
-Use ``should_compile`` to turn the user's ``--compile`` / ``--no-compile`` / nothing and the
-job's size into a yes or no, and ``compile_model`` to compile (the ``Predictor`` does it when
-given ``compile=True``).
+``--compile on|off|auto``: the driver's plan (``job.execution.decide``) turns it into a yes or
+no; ``auto`` asks ``compile_by_size``. ``compile_model`` compiles (the ``Predictor`` does it when
+given ``compile=True``). Importing this module does not import torch: the driver decides
+before it has any need of torch.
 
-The rule: compile when asked; never when told not to; otherwise compile on a GPU when the job
-has at least ``COMPILE_BREAK_EVEN_IMAGES`` images, the point where the time compiled batches
-save has repaid the compile time. On CPU, not unless asked: inductor's C++ build takes minutes.
+The size rule (``auto``): compile on a GPU when the job has at least
+``COMPILE_BREAK_EVEN_IMAGES`` images, the point where the time compiled batches save has repaid
+the compile time. On CPU, never: inductor's C++ build takes minutes.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+if TYPE_CHECKING:
+    from torch import nn
+
+# on: always; off: never (eager); auto: by the job's size (compile_by_size).
+COMPILE_CHOICES = ("on", "off", "auto")
 
 # Measured on one H100 80GB, ResNet50 bf16 channels_last, batch 256 (issue 13, 2026-11).
 EAGER_IMAGES_PER_SEC = 12_800
@@ -38,21 +43,15 @@ CACHE_DIR_ENV = "TORCHINDUCTOR_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path("~/.cache/batch-inference/inductor")
 
 
-def should_compile(images: int | None, device: torch.device, requested: bool | None) -> bool:
-    """Whether to compile: ``requested`` wins; else GPU jobs of at least the break-even size.
-
-    ``images``: the job's image count, None when unknown (then eager: a job of unknown size is
-    not worth a compile that may never repay itself).
-    """
-    if requested is not None:
-        return requested
-    if device.type != "cuda" or images is None:
-        return False
-    return images >= COMPILE_BREAK_EVEN_IMAGES
+def compile_by_size(images: int, device_kind: str) -> bool:
+    """``--compile auto``: GPU jobs of at least the break-even size compile; others run eager."""
+    return device_kind == "cuda" and images >= COMPILE_BREAK_EVEN_IMAGES
 
 
 def compile_model(module: nn.Module, mode: str = DEFAULT_COMPILE_MODE) -> nn.Module:
     """``torch.compile(module, mode=mode)`` with the compile cache in a directory that persists."""
+    import torch
+
     use_persistent_cache()
     return torch.compile(module, mode=mode)
 

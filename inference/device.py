@@ -24,3 +24,8 @@ def default_precision(device: torch.device) -> Precision:
     if device.type != "cuda":
         return "fp32"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def device_name(device: torch.device) -> str | None:
+    """The GPU's name (e.g. "NVIDIA H100 80GB HBM3") for the run's plan; None for the CPU."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else None

@@ -13,9 +13,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from inference.names import PRECISIONS, WeightsError
-from job.config import DECODES, JobConfig
+from inference.compile import COMPILE_CHOICES
+from job.config import JobConfig
 from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
+from preprocess.routing import DECODE_MODES
 from storage import StorageError
 
 EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every refused job
@@ -53,13 +55,15 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, default=5, help="labels kept per image (default: 5)")
-    model.add_argument("--decode", choices=DECODES,
-                       help="cpu: decode on the CPU workers; gpu: JPEGs decoded and resized on the predictor's GPU (other "
-                            "formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU the rest "
-                            "(default: auto on a GPU, cpu without)")
-    model.add_argument("--compile", action=argparse.BooleanOptionalAction,
-                       help="torch.compile the model once per worker: slower start, faster batches (default: on a GPU, "
-                            "for jobs long enough to repay the compile time; see inference/compile.py)")
+    model.add_argument("--decode", choices=DECODE_MODES,
+                       help="cpu: decode on the CPU workers (default); gpu: JPEGs decoded and resized on the predictor's "
+                            "GPU (other formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU "
+                            "the rest. gpu and auto are not yet measured on a GPU")
+    model.add_argument("--compile", nargs="?", const="on", choices=COMPILE_CHOICES,
+                       help="torch.compile the model once per worker: slower start, faster batches. on (the same as a "
+                            "bare --compile), off (default: eager), auto: on a GPU for jobs long enough to repay the "
+                            "compile (inference/compile.py); compiled runs are not yet measured on a GPU")
+    model.add_argument("--no-compile", dest="compile", action="store_const", const="off", help="the same as --compile off")
     model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
     return parser
 

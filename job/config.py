@@ -9,14 +9,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from inference.compile import COMPILE_CHOICES
 from inference.names import PRECISIONS
 from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
+from preprocess.routing import DECODE_MODES
 from storage import has_credentials, redact
-
-DECODES = ("cpu", "gpu", "auto")
-BATCH_SIZE_GPU = 256  # ResNet50 at 224px in bf16: large enough to saturate an A10G..H100, a few GB
-BATCH_SIZE_CPU = 32  # CPU inference gains nothing past this and holds memory longer
 
 
 @dataclass(frozen=True)
@@ -32,14 +30,15 @@ class JobConfig:
     # True: trust the ids to be unique and skip reading the id column before the run (about 0.3 s
     # per million text ids); a repeat is then found only by the final check, after the whole run.
     skip_id_check: bool = False
+    # None below: decided by the driver's plan for the engine's devices (job.execution.decide).
     batch_size: int | None = None  # images per model call; None: 256 on GPU, 32 on CPU
     precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
     topk: int = 5  # length of topk_labels / topk_scores
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
-    decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: auto with a GPU, else cpu
-    compile: bool | None = None  # torch.compile the model; None: when the job is long enough to repay it (inference.compile)
+    decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
+    compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
 
     def __post_init__(self) -> None:
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
@@ -50,7 +49,8 @@ class JobConfig:
         _require(bool(self.image_column), "--image-column must not be empty")
         _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
                  f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")
-        _require(self.decode in (None, *DECODES), f"--decode must be one of {', '.join(DECODES)}, got {self.decode!r}")
+        _require(self.decode in (None, *DECODE_MODES), f"--decode must be one of {', '.join(DECODE_MODES)}, got {self.decode!r}")
+        _require(self.compile in (None, *COMPILE_CHOICES), f"--compile must be one of {', '.join(COMPILE_CHOICES)}, got {self.compile!r}")
         _require(self.decode in (None, "cpu") or self.raw_shape is None,
                  f"--decode {self.decode} decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
         _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
@@ -65,18 +65,6 @@ class JobConfig:
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
         return dataclasses.asdict(self)
-
-
-def with_decode_for(config: JobConfig, has_gpu: bool) -> JobConfig:
-    """``config`` with ``--decode`` decided: as given, else ``auto`` where the predictor has a GPU, ``cpu`` elsewhere."""
-    if config.decode is not None:
-        return config
-    return dataclasses.replace(config, decode="auto" if has_gpu else "cpu")
-
-
-def default_batch_size(config: JobConfig, has_gpu: bool) -> int:
-    """Images per model call: ``--batch-size``, else the device's default."""
-    return config.batch_size or (BATCH_SIZE_GPU if has_gpu else BATCH_SIZE_CPU)
 
 
 def _require(condition: bool, message: str) -> None:

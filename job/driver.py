@@ -1,57 +1,77 @@
-"""The one ``main`` every engine runs: prepare, let the engine work, verify, write the manifest.
+"""The one ``main`` every engine runs: prepare, decide, let the engine work, verify, write the manifest.
 
-An engine's command is three lines around its own ``execute(job) -> EngineRun``::
+``Engine.main`` (``job.engine``) calls ``run_job(engine, config, args)``. It prepares in a thread
+while the engine starts in this one (``engine.start``: a Ray session, a Spark session), so
+start-up is the two side by side:
 
-    def main(argv=None) -> dict:
-        args = get_ray_args_parser().parse_args(argv)
-        return run_job("ray", config_from_args(args), lambda job: run_on_ray(job, args), packages=("ray",))
-
-``prepare_job`` does everything that can fail before any work: the built-in sample, the input
-plan (``job.plan``: the dataset checks), the output's lease (``job.lease``: one run per output
-prefix), the output prefix (``job.prefix``: refuse, clear, or keep the parts of an interrupted
-run), the weights (loaded once here, so a bad checkpoint stops the job before 100 workers
-try). The engine then runs ``job.pending`` (the planned files without a committed part),
-committing one part per input file through ``job.parts``. ``finish_job`` verifies every part
-against the whole plan, checks the lease is still this run's and writes the manifest last.
+- ``prepare_job`` does everything that can fail before any work: the built-in sample, the input
+  plan (``job.plan``: the dataset checks), the output's lease (``job.lease``: one run per output
+  prefix), the output prefix (``job.prefix``: refuse, clear, or find the parts of an interrupted
+  run), the weights (loaded once here, so a bad checkpoint stops the job before 100 workers try).
+- ``decide`` then fixes how the run computes, once, from the config, the engine's capabilities
+  and the devices the started engine reports (``job.execution``), and checks that what
+  ``--resume`` keeps was made the same way. The engine gets a frozen ``Job``: it reads it, never
+  rewrites it, runs ``job.pending`` and commits one part per input file through ``job.parts``.
+- ``finish_job`` verifies every part against the whole plan, checks the lease is still this
+  run's and writes the manifest last.
 The lease is renewed from prepare to the manifest and released after, whatever happened; a
 crashed process's lease stops being renewed and expires.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from inference.names import RANDOM_WEIGHTS
 from job import prefix, report, sample
 from job.config import JobConfig
+from job.execution import Devices, Execution, decide
 from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
-from job.parts import STAGING, Parts, output_options
+from job.parts import STAGING, Parts, output_options, part_name
 from job.plan import InputPlan, plan_input
 from job.timeline import summarize
 from storage import Location, require_bucket, resolve
 
+if TYPE_CHECKING:
+    from job.engine import Engine
+
+
+@dataclass(frozen=True)
+class Job:
+    """What an engine runs: decided before it starts work; it reads this, never rewrites it."""
+
+    config: JobConfig  # as given (with the sample's input and output filled in)
+    execution: Execution  # how it computes: decode, batch size, precision, compile, recipe
+    pending: InputPlan  # the planned input files without a committed part: what the engine runs
+    parts: Parts  # names and commits the part of each input file
+    run_id: str
+
 
 @dataclass
 class PreparedJob:
-    config: JobConfig  # with the sample's input/output filled in
+    """Everything ``prepare_job`` found, before the engine's devices are known."""
+
+    config: JobConfig
     plan: InputPlan  # every planned input file: what the finished output must hold
-    pending: InputPlan  # the plan's files without a committed part: what the engine runs
     output: Location
     run_id: str
-    parts: Parts  # names and commits the part of each input file
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
-    resumed: tuple[str, ...] = ()  # parts an earlier run committed, kept by --resume
-    finished: Manifest | None = None  # --resume on a finished job: its manifest, nothing to run
+    state: prefix.OutputState = field(default_factory=prefix.OutputState)  # what the output prefix held
+
+    def part_name(self, path: str) -> str:
+        return part_name(self.plan.location.path, path)
 
 
 @dataclass
@@ -59,31 +79,31 @@ class EngineRun:
     """What an engine reports of its run, beside the parts it committed."""
 
     settings: dict  # the engine's own facts (actors, master, shards...): the manifest's ``settings``
-    progress: list[tuple[float, int]] = field(default_factory=list)  # (wall time, rows done) as parts filled
+    progress: list[tuple[float, int]] = field(default_factory=list)  # (wall time, rows done) as rows arrived
     device_seconds: float = 0.0  # time inside the model call, all predictors together
     predictors: int = 1  # model replicas that ran at once (GPU actors, Spark tasks...)
 
 
-def run_job(engine: str, config: JobConfig, execute: Callable[[PreparedJob], EngineRun], packages: Sequence[str] = (),
-            start_engine: AbstractContextManager | None = None) -> dict:
-    """Prepare, run ``execute`` on the pending files (if any), finish; prints the summary, returns the manifest.
+def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started_at: float | None = None) -> dict:
+    """Prepare, decide, run ``engine.execute`` on the pending files (if any), finish; prints the summary, returns the manifest.
 
-    ``start_engine`` (Ray's session, Spark's) is entered in this thread while another plans the
-    input and loads the weights: start-up is the two side by side, not one after the other.
+    ``started_at``: when the command started (the timeline's start-up counts from it); None: now.
     The output's lease, taken while preparing, is released once the manifest is written, or
     when anything fails (the engine's start included).
     """
+    started_at = time.time() if started_at is None else started_at
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as pool:
         preparing = pool.submit(prepare_job, config)
         with _released_at_the_end(preparing):
-            with start_engine if start_engine is not None else nullcontext():
-                job = preparing.result()
-                if job.finished is not None:
-                    return job.finished.to_dict()
-                started = time.perf_counter()
-                run = execute(job) if job.pending.files else EngineRun(settings={})
-                seconds = time.perf_counter() - started if job.pending.files else 0.0
-            manifest = finish_job(job, engine, seconds, run, packages)
+            with engine.start(args) as session:
+                prepared = preparing.result()
+                job = decide_job(prepared, engine, session.devices())
+                if prepared.state.finished is not None:
+                    return prepared.state.finished.to_dict()
+                began = time.perf_counter()
+                run = engine.execute(job, session, args) if job.pending.files else EngineRun(settings={})
+                seconds = time.perf_counter() - began if job.pending.files else 0.0
+            manifest = finish_job(prepared, job, engine, seconds, run, started_at)
     report.print_summary(manifest)
     return manifest.to_dict()
 
@@ -103,30 +123,46 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), take_over_expired=config.resume or config.overwrite)
     with ExitStack() as holding:
         holding.enter_context(lease.held())
-        job = _prepare_output(config, plan, output, run_id, lease)
+        job = PreparedJob(config, plan, output, run_id, lease, ExitStack())
+        job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files})
+        _check_weights(job)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
 
 
-def _prepare_output(config: JobConfig, plan: InputPlan, output: Location, run_id: str, lease: OutputLease) -> PreparedJob:
-    """Under the lease: decide what the output prefix holds means for this run, then load the weights."""
+def _check_weights(job: PreparedJob) -> None:
+    """Load the weights once here, so a bad checkpoint fails now, not in 100 workers."""
+    if job.state.finished is not None or job.config.weights == RANDOM_WEIGHTS:
+        # Seeded random weights cannot fail: building them here would only put torch's import
+        # on the driver's path to the first batch.
+        return
     from inference import load_model  # torch: loaded only when there are weights to check
 
-    parts = Parts(output, output.join(STAGING, run_id), plan.location.path, output_options(config, plan))
-    state = prefix.prepare_output(output, config, parts, plan.files)
-    job = PreparedJob(config, plan, plan, output, run_id, parts, lease, ExitStack(), state.committed, state.finished)
-    if state.finished is not None:
-        return job
-    if config.weights != RANDOM_WEIGHTS:
-        # Fail here, not in 100 workers. Seeded random weights cannot fail: building them here
-        # would only put torch's import on the driver's path to the first batch.
-        load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
-    job.pending = dataclasses.replace(plan, files=tuple(f for f in plan.files if parts.name(f) not in state.committed))
-    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}", file=sys.stderr)
+    load_model(job.config.weights, s3_endpoint_url=job.config.s3_endpoint_url)
+
+
+def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
+    """The run's ``Execution``, decided once; what --resume keeps must have been made the same way."""
+    config, plan = prepared.config, prepared.plan
+    pending = dataclasses.replace(plan, files=tuple(f for f in plan.files if prepared.part_name(f.path) not in prepared.state.kept))
+    execution = decide(config, engine.capabilities, devices, images=pending.rows, engine=engine.name)
+    options = output_options(config, plan, execution)
+    prefix.require_same_options(prepared.output, prepared.state, options)
+    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options)
+    if prepared.state.finished is not None:
+        print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
+    else:
+        _say_what_runs(config, plan, pending, execution)
+    return Job(config, execution, pending, parts, prepared.run_id)
+
+
+def _say_what_runs(config: JobConfig, plan: InputPlan, pending: InputPlan, execution: Execution) -> None:
+    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}; "
+          f"{execution.device}, decode {execution.decode}, batch {execution.batch_size}, {execution.precision}"
+          f"{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume:
-        print(f"--resume: {len(state.committed)} of {len(plan.files)} files already committed, running {len(job.pending.files)}",
-              file=sys.stderr)
-    return job
+        print(f"--resume: {len(plan.files) - len(pending.files)} of {len(plan.files)} files already committed, "
+              f"running {len(pending.files)}", file=sys.stderr)
 
 
 @contextmanager
@@ -147,26 +183,27 @@ def _released_at_the_end(preparing: Future) -> Iterator[None]:
         preparing.result().holding.close()
 
 
-def finish_job(job: PreparedJob, engine: str, seconds: float, run: EngineRun, packages: Sequence[str] = ()) -> Manifest:
+def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, run: EngineRun, started_at: float) -> Manifest:
     """Verify every part against the plan, clear temporaries, write the manifest; returns it."""
-    expected = {job.parts.name(f): f for f in job.plan.files}
-    counts, examples = prefix.verify(job.output, expected)
-    prefix.clear_staging(job.output)
+    expected = {job.parts.name(f): f for f in prepared.plan.files}
+    counts, examples = prefix.verify(prepared.output, expected)
+    prefix.clear_staging(prepared.output)
     rows_run = job.pending.rows
     manifest = Manifest(
-        engine=engine, run_id=job.run_id, input=job.config.input, output=job.config.output,
-        config=job.config.to_dict(), output_options=job.parts.options, counts=counts,
-        input_files=InputFiles(total=len(job.plan.files), resumed=len(job.resumed), run=len(job.pending.files), rows_run=rows_run),
+        engine=engine.name, run_id=job.run_id, input=job.config.input, output=job.config.output,
+        config=job.config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=counts,
+        input_files=InputFiles(total=len(prepared.plan.files), resumed=len(prepared.state.kept), run=len(job.pending.files),
+                               rows_run=rows_run),
         seconds=round(seconds, 3),
         # This run's images: with --resume, the rows of the files it ran, not those it kept.
         images_per_sec=round(rows_run / seconds, 2) if seconds > 0 else None,
-        timeline=summarize(run.progress, run.device_seconds, seconds, run.predictors),
+        timeline=summarize(run.progress, run.device_seconds, seconds, run.predictors, started_at),
         files=sorted(expected), error_examples=examples,
-        versions=report.versions(*packages), hardware=report.hardware(), settings=run.settings,
-        manifest=job.output.uri_of(job.output.join(MANIFEST)),
+        versions=report.versions(*engine.packages), hardware=report.hardware(), settings=run.settings,
+        manifest=prepared.output.uri_of(prepared.output.join(MANIFEST)),
     )
-    job.lease.check()  # the manifest is written only by the run that holds the output
-    write_manifest(job.output, manifest)
+    prepared.lease.check()  # the manifest is written only by the run that holds the output
+    write_manifest(prepared.output, manifest)
     return manifest
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from storage import Location, storage_errors
 
 MANIFEST = "_SUCCESS.json"
+# Fields a reader does without: written since a later version ("execution"), or empty by default.
+OPTIONAL = {"settings", "manifest", "execution"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class Manifest:
     run_id: str
     input: str
     output: str
-    config: dict  # JobConfig.to_dict()
+    config: dict  # JobConfig.to_dict(): the options as given
+    execution: dict  # job.execution.Execution.to_dict(): how the run computed, as the driver decided it
     output_options: dict  # what --resume compares (job.parts.output_options)
     counts: Counts
     input_files: InputFiles
@@ -70,10 +73,10 @@ class Manifest:
     def from_dict(cls, data: dict) -> Manifest:
         """The manifest as written; raises ValueError naming what is missing (an older or foreign file)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted(names - data.keys() - {"settings", "manifest"})
+        missing = sorted(names - data.keys() - OPTIONAL)
         if missing:
             raise ValueError(f"not a manifest of this version: no {', '.join(missing)}")
-        values = {k: v for k, v in data.items() if k in names}
+        values = {"execution": {}, **{k: v for k, v in data.items() if k in names}}
         values["counts"] = Counts(**data["counts"])
         values["input_files"] = InputFiles(**data["input_files"])
         values["timeline"] = Timeline(**data["timeline"])

@@ -32,6 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.config import JobConfig
+from job.execution import Execution
 from job.plan import InputFile, InputPlan
 from job.rows import OUTPUT_SCHEMA
 from storage import Location, storage_errors
@@ -40,8 +41,11 @@ STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared aft
 PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
-# JobConfig fields that decide what a part holds; --resume refuses parts written with others.
-OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "precision", "topk", "max_pixels")
+# What decides a part's rows; --resume refuses parts written with others. The user's options...
+OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "topk", "max_pixels")
+# ...and the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
+# between the CPU and the device paths), at what precision, with which recipe.
+EXECUTION_OPTIONS = ("decode", "precision", "recipe")
 
 
 def part_name(input_root: str, path: str) -> str:
@@ -57,11 +61,12 @@ def input_relpath(input_root: str, path: str) -> str:
     return posixpath.relpath(path, input_root) if path != input_root else posixpath.basename(path)
 
 
-def output_options(config: JobConfig, plan: InputPlan) -> dict:
-    """What decides a part's rows: the input (as resolved) and the options in OUTPUT_OPTIONS."""
+def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> dict:
+    """What decides a part's rows: the input (as resolved), OUTPUT_OPTIONS and EXECUTION_OPTIONS, as JSON reads them back."""
     options = {name: getattr(config, name) for name in OUTPUT_OPTIONS}
-    options["raw_shape"] = list(config.raw_shape) if config.raw_shape else None  # as JSON reads it back
-    return {"input": plan.location.uri_of(plan.location.path), **options}
+    options["raw_shape"] = list(config.raw_shape) if config.raw_shape else None
+    decided = {name: execution.to_dict()[name] for name in EXECUTION_OPTIONS}
+    return {"input": plan.location.uri_of(plan.location.path), **options, **decided}
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import posixpath
 import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +42,7 @@ from job.config import JobConfig
 from job.errors import JobError
 from job.lease import LEASE_NAME
 from job.manifest import MANIFEST, Counts, Manifest, read_manifest
-from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, Parts, read_part_record
+from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
 from job.plan import FOOTER_READ_THREADS, InputFile
 from storage import Location, storage_errors
 
@@ -52,11 +52,16 @@ ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
 @dataclass(frozen=True)
 class OutputState:
     finished: Manifest | None = None  # with --resume on a finished job: its manifest
-    committed: tuple[str, ...] = ()  # parts kept by --resume; their input files are skipped
+    # --resume: the committed parts it keeps (name -> footer record); their input files are skipped.
+    kept: Mapping[str, dict | None] = field(default_factory=dict)
 
 
-def prepare_output(location: Location, config: JobConfig, parts: Parts, files: tuple[InputFile, ...]) -> OutputState:
-    """Refuse, clear, or keep what the output prefix holds (see the module docstring); the caller holds its lease."""
+def prepare_output(location: Location, config: JobConfig, planned: Mapping[str, InputFile]) -> OutputState:
+    """Refuse, clear, or keep what the output prefix holds (see the module docstring); the caller holds its lease.
+
+    ``planned``: each planned input file by its part's name. The options of what is kept are
+    checked once the run's ``Execution`` is decided: ``require_same_options``.
+    """
     with storage_errors(location.uri):
         # The lease is this run's (the caller took it): not output, never cleared by --overwrite.
         names = [n for n in _our_files(location) if n != LEASE_NAME]
@@ -66,13 +71,21 @@ def prepare_output(location: Location, config: JobConfig, parts: Parts, files: t
         _delete(location, names)
         return OutputState()
     if MANIFEST in names:
-        return _finished(location, config, parts)
+        return _finished(location, config)
     if not config.resume:
         count = sum(n.startswith(PART_PREFIX) for n in names)
         raise JobError(f"{location.uri} holds a partial output of an earlier run ({count} committed parts, no {MANIFEST}); "
                        "pass --resume to finish it or --overwrite to start over")
     clear_staging(location)  # temporaries of the killed run
-    return OutputState(committed=_kept_parts(location, parts, files))
+    return OutputState(kept=_kept_parts(location, planned))
+
+
+def require_same_options(location: Location, state: OutputState, options: dict) -> None:
+    """Refuse (one line, naming the option) to keep output made with other options than ``options``."""
+    if state.finished is not None:
+        _require_same_options(location.uri_of(location.join(MANIFEST)), state.finished.output_options, options)
+    for name, record in state.kept.items():
+        _require_same_options(location.uri_of(location.join(name)), (record or {}).get("options"), options)
 
 
 def _our_files(location: Location) -> list[str]:
@@ -92,7 +105,7 @@ def _delete(location: Location, names: list[str]) -> None:
             location.filesystem.delete_file(location.join(name))
 
 
-def _finished(location: Location, config: JobConfig, parts: Parts) -> OutputState:
+def _finished(location: Location, config: JobConfig) -> OutputState:
     if not config.resume:
         raise JobError(f"{location.uri} already holds a finished job ({MANIFEST}); pass --overwrite or choose another --output")
     where = location.uri_of(location.join(MANIFEST))
@@ -100,14 +113,11 @@ def _finished(location: Location, config: JobConfig, parts: Parts) -> OutputStat
         manifest = read_manifest(location)
     except ValueError as e:
         raise JobError(f"{where}: {e}; pass --overwrite to start over") from e
-    _require_same_options(where, manifest.output_options, parts.options)
-    print(f"--resume: {location.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     return OutputState(finished=manifest)
 
 
-def _kept_parts(location: Location, parts: Parts, files: tuple[InputFile, ...]) -> tuple[str, ...]:
-    """The committed parts that hold their whole input file under this job's options."""
-    planned = {parts.name(f): f for f in files}
+def _kept_parts(location: Location, planned: Mapping[str, InputFile]) -> dict[str, dict | None]:
+    """The committed parts that hold their whole input file, with their footer records."""
     present = list_parts(location)
     stray = [n for n in present if n not in planned]
     if stray:
@@ -115,14 +125,13 @@ def _kept_parts(location: Location, parts: Parts, files: tuple[InputFile, ...]) 
                        "or --input/--limit differ from the first run); pass --overwrite to start over")
     with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(present)))) as pool:
         footers = list(pool.map(lambda name: read_part_record(location, name), present))
-    kept = []
+    kept = {}
     for name, (rows, record) in zip(present, footers):
-        _require_same_options(location.uri_of(location.join(name)), (record or {}).get("options"), parts.options)
         if rows == planned[name].rows:
-            kept.append(name)
+            kept[name] = record
         else:  # the input file changed since: its part is redone and replaced
             print(f"--resume: {name} has {rows} rows, its input file {planned[name].rows} now: running it again", file=sys.stderr)
-    return tuple(kept)
+    return kept
 
 
 def _require_same_options(where: str, recorded: dict | None, current: dict) -> None:

@@ -4,6 +4,8 @@
   row decoded here: ``--decode cpu``, and raw pixels) or ``SplitBatch`` (``--decode gpu|auto``:
   each JPEG screened, decoded here or left encoded for the device, by ``preprocess.routing``).
 - ``Classify`` (the model's device): either batch -> the output rows (``job.rows``), by type.
+Both take the run's ``Execution`` (``job.execution``), which the driver decided once: the
+recipe, the decode mode, the device, batch size, precision and compile; neither decides any.
 Ray wraps each in an actor pool, Spark calls both in one Arrow UDF, SageMaker's handler calls
 both per request, the local baseline calls them in DataLoader workers and the main process.
 State (the model, the decode router) lives in ``__init__``: built once per worker.
@@ -11,17 +13,19 @@ State (the model, the decode router) lives in ``__init__``: built once per worke
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from job.config import JobConfig, default_batch_size
+from job.config import JobConfig
 from job.errors import JobError
+from job.execution import Execution
 from job.parts import positions, with_position
 from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.rows import prediction_table
@@ -29,10 +33,13 @@ from job.timeline import DEVICE_SECONDS
 from preprocess import preprocess_batch
 from preprocess.routed import RoutedBatch, preprocess_routed
 from preprocess.routing import DecodeRouter, DeviceFeedback
-from preprocess.recipe import IMAGENET_RECIPE
 
 if TYPE_CHECKING:
+    import torch
+
     from preprocess.device_stage import DeviceStage
+
+FeedbackSource = Callable[[], "DeviceFeedback | None"]  # the device's latest word, or None: nothing new
 
 
 @dataclass
@@ -62,32 +69,31 @@ Batch = PixelBatch | SplitBatch
 class Preprocess:
     """Decode, resize and crop the image column on this CPU, or route JPEGs to the device."""
 
-    def __init__(self, config: JobConfig) -> None:
-        if config.decode is None:
-            raise ValueError("Preprocess needs --decode decided (job.config.with_decode_for)")
+    def __init__(self, config: JobConfig, execution: Execution, feedback: FeedbackSource | None = None) -> None:
         self.config = config
-        self.recipe = IMAGENET_RECIPE
-        self.router = DecodeRouter(config.decode)
+        self.recipe = execution.recipe
+        self.router = DecodeRouter(execution.decode)
+        # --decode auto on an engine that adapts: the device's word on how hungry it is, asked per batch.
+        self.feedback = feedback if execution.auto_adapts else None
 
     def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
         """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position."""
         for start, ids, records in read_planned(plan, index, batch_rows):
             files, rows = positions(index, start, len(ids))
             yield self(ids, records, files, rows)
+            device = self.feedback() if self.feedback is not None else None
+            if device is not None:
+                self.router.feedback(device)
 
     def __call__(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None = None,
                  rows: np.ndarray | None = None) -> Batch:
         raw = self._raw(records)
         cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
-        if raw is None and self.config.decode != "cpu":
+        if raw is None and self.router.mode != "cpu":
             routed = preprocess_routed(cells, self.router, self.recipe, max_pixels=self.config.max_pixels)
             return SplitBatch(ids, routed, files, rows)
         out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels)
         return PixelBatch(ids, out.pixels if out.ok.all() else out.pixels[out.ok], out.errors, files, rows)
-
-    def feedback(self, device: DeviceFeedback) -> None:
-        """What the device stage reports (``--decode auto``): its idle share and queue."""
-        self.router.feedback(device)
 
     def _raw(self, records: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
         if self.config.raw_shape is not None:
@@ -100,27 +106,22 @@ class Preprocess:
 class Classify:
     """Run the model on the rows that decoded and build their output rows."""
 
-    def __init__(self, config: JobConfig, gpu_ids: list[int] | None = None, images: int | None = None) -> None:
+    def __init__(self, config: JobConfig, execution: Execution, gpu_ids: list[int] | None = None) -> None:
         # Imported here: the CPU stage (Preprocess) must not pay for torch in every decoder process.
-        from inference import Predictor, choose_device, load_model
-        from inference.compile import should_compile
+        from inference import Predictor, load_model
 
         self.config = config
-        device = choose_device(gpu_ids)
-        model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
-        self.batch_size = default_batch_size(config, device.type == "cuda")
-        # ``images``: the job's size, which decides whether compiling repays itself (None: unknown, eager).
-        self.compiled = should_compile(images, device, config.compile)
-        self.predictor = Predictor(model, device, config.precision, config.topk, compile=self.compiled,
-                                   batch_size=self.batch_size)
-        self.recipe = model.recipe
+        self.execution = execution
+        model = dataclasses.replace(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url), recipe=execution.recipe)
+        self.predictor = Predictor(model, planned_device(execution, gpu_ids), execution.precision, config.topk,
+                                   compile=execution.compile, batch_size=execution.batch_size)
 
     @functools.cached_property
     def device_stage(self) -> DeviceStage:
         """The device's decode + resize (``--decode gpu|auto``), made at the first batch that needs it."""
         from preprocess.device_stage import DeviceStage
 
-        return DeviceStage(self.predictor.device, self.recipe, max_pixels=self.config.max_pixels)
+        return DeviceStage(self.predictor.device, self.execution.recipe, max_pixels=self.config.max_pixels)
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and
@@ -140,6 +141,23 @@ class Classify:
             images = self.device_stage(routed)
             predictions = self.predictor.predict_images(images.images)
         return prediction_table(ids, images.errors, predictions)
+
+
+def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> torch.device:
+    """The device the plan says this predictor runs on; refuses a GPU plan where CUDA is not usable.
+
+    A torch built for a newer CUDA than the node's driver sees no GPU and would run the model on
+    the CPU without a word: this makes that one line instead.
+    """
+    import torch
+
+    from inference import choose_device
+
+    device = choose_device(gpu_ids) if execution.device == "cuda" else torch.device("cpu")
+    if device.type != execution.device:
+        raise JobError(f"the run was planned on a GPU, but CUDA is not usable in this worker (torch {torch.__version__}, "
+                       f"CUDA build {torch.version.cuda}): install a torch built for this node's CUDA driver, or run without GPUs")
+    return device
 
 
 def image_cells(column: pa.ChunkedArray | pa.Array, *, raw: bool) -> list:

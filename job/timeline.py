@@ -1,8 +1,11 @@
 """Where a job's wall time went: start-up, steady rate, and how busy the model's device was.
 
 Every engine reports the same three figures in its manifest (``job.manifest.Timeline``):
-- ``startup_seconds``: from the process start (the command, not the engine) to the first
-  prediction seen by the driver: imports, planning, engine start, model load, first batch.
+- ``startup_seconds``: from the command's start to the first prediction seen by the driver:
+  imports, planning, engine start, model load, first batch. A command starts when the
+  interpreter first imports our code (``COMMAND_STARTED_AT``): not the process's fork, which
+  under ``bash -c "pip install ... && python -m ..."`` is when bash started. A ``main()`` called
+  from Python (a notebook, a test) starts at the call.
 - ``steady_images_per_sec``: rows done between the moments 10% and 90% of the rows were done,
   over that time: the pipeline's rate once it is full, without its ramp-up and tail.
 - ``device_busy_fraction``: time inside the model call (``DEVICE_SECONDS`` on each output row,
@@ -14,7 +17,6 @@ Engines hand ``summarize`` the progress events they saw: (wall time, rows done).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
@@ -34,26 +36,15 @@ def device_seconds_of(table: pa.Table) -> float:
     return pc.sum(table.column(DEVICE_SECONDS)).as_py() or 0.0
 
 
-def process_start_time() -> float:
-    """When this process started (wall clock): Linux's /proc, else the first import of this module."""
-    try:
-        with open("/proc/self/stat") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time in clock ticks after boot
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return _IMPORTED_AT  # not Linux: a little later than the true start
-
-
-_IMPORTED_AT = time.time()
+# The first import of our code in this process: ``runners/__init__.py`` imports this module
+# first, so a command's clock starts tens of milliseconds after its interpreter did.
+COMMAND_STARTED_AT = time.time()
 
 
 def summarize(progress: Sequence[tuple[float, int]], device_seconds: float, engine_seconds: float, predictors: int,
-              started_at: float | None = None) -> Timeline:
-    """The timeline of a run from its progress events (wall time, new rows), in any order."""
+              started_at: float) -> Timeline:
+    """The timeline of a run that started at ``started_at`` from its progress events (wall time, new rows), in any order."""
     events = sorted(progress)
-    started_at = process_start_time() if started_at is None else started_at
     startup = round(events[0][0] - started_at, 3) if events else None
     busy = device_seconds / (engine_seconds * predictors) if engine_seconds > 0 and predictors else None
     return Timeline(startup_seconds=startup, steady_images_per_sec=steady_rate(events),

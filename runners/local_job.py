@@ -16,15 +16,19 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from contextlib import nullcontext
 
 import torch
+import torch.multiprocessing
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from inference import choose_device
-from job.config import JobConfig, with_decode_for
-from job.driver import EngineRun, PreparedJob, run_job
+from job.cli import positive_int
+from job.config import JobConfig
+from job.driver import EngineRun, Job
+from job.engine import Engine
+from job.execution import Capabilities, Devices, Execution, this_machine
+from job.feedback import IdleMeter, SharedFeedback
 from job.parts import PartCollector
 from job.plan import InputPlan
 from job.stages import Batch, Classify, PixelBatch, Preprocess
@@ -44,49 +48,51 @@ class PlannedFiles(IterableDataset):
     pixels travel as a tensor beside the batch, so the DataLoader shares and pins them.
     """
 
-    def __init__(self, plan: InputPlan, config: JobConfig, batch_rows: int) -> None:
-        self.plan, self.config, self.batch_rows = plan, config, batch_rows
+    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, feedback: SharedFeedback | None) -> None:
+        self.plan, self.config, self.execution, self.feedback = plan, config, execution, feedback
 
     def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor | None]]:
         worker = get_worker_info()
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
-        preprocess = Preprocess(self.config)
+        preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None)
         for index in shard:
-            for batch in preprocess.read(self.plan, index, self.batch_rows):
+            for batch in preprocess.read(self.plan, index, self.execution.batch_size):
                 if isinstance(batch, PixelBatch):  # (K, crop, crop, 3) uint8, handed over as a shared tensor
                     yield dataclasses.replace(batch, pixels=None), torch.from_numpy(batch.pixels)
                 else:
                     yield batch, None
 
 
-def run_locally(job: PreparedJob, workers: int, start_method: str) -> EngineRun:
+def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
     """Classify every pending row in the main process; commit each input file's part once all its rows are in."""
-    job.config = with_decode_for(job.config, has_gpu=choose_device().type == "cuda")
-    classify = Classify(job.config, images=job.pending.rows)
-    workers = min(workers, len(job.pending.files))  # a file is the unit of work: more workers would idle
+    classify = Classify(job.config, job.execution)
+    workers = min(args.workers, len(job.pending.files))  # a file is the unit of work: more workers would idle
+    context = torch.multiprocessing.get_context(args.start_method)
+    # --decode auto: the workers' routers read the model's word from shared memory.
+    feedback = SharedFeedback(context) if job.execution.auto_adapts else None
     loader = DataLoader(
-        PlannedFiles(job.pending, job.config, classify.batch_size),
+        PlannedFiles(job.pending, job.config, job.execution, feedback),
         batch_size=None,  # the dataset yields whole batches
         num_workers=workers,
-        pin_memory=classify.predictor.device.type == "cuda",
-        multiprocessing_context=start_method if workers else None,
+        pin_memory=job.execution.device == "cuda",
+        multiprocessing_context=context if workers else None,
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
+    meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
     collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     for batch, pixels in loader:
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
-        table = classify(batch)
+        with meter:
+            table = classify(batch)
         device_seconds += device_seconds_of(table)
         collector.add(table)
     collector.check_complete()
-    settings = {"workers": workers, "start_method": start_method, "batch_size": classify.batch_size,
-                "device": str(classify.predictor.device), "compiled": classify.compiled}
+    settings = {"workers": workers, "start_method": args.start_method, "device": str(classify.predictor.device)}
     return EngineRun(settings={"local": settings}, progress=collector.progress, device_seconds=device_seconds)
 
 
-def get_local_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.local_job", description=__doc__.splitlines()[0])
+def add_local_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("local")
     group.add_argument("--workers", type=positive_int(0), default=max(1, (os.cpu_count() or 1) - 1),
                        help="DataLoader worker processes that read and preprocess; 0: in the main process "
@@ -94,19 +100,28 @@ def get_local_args_parser() -> argparse.ArgumentParser:
     group.add_argument("--start-method", choices=("spawn", "forkserver", "fork"), default=DEFAULT_START_METHOD,
                        help=f"how workers start (default: {DEFAULT_START_METHOD}; fork is faster to start but unsafe "
                             "once the S3 client or torch threads are running)")
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    """Run the job; returns the manifest."""
-    args = get_local_args_parser().parse_args(argv)
-    return run_job("local", config_from_args(args), lambda job: run_locally(job, args.workers, args.start_method))
+class ThisMachine:
+    """The local "engine": nothing to start; the model runs on this machine's first GPU, else its CPU."""
+
+    def __enter__(self) -> ThisMachine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def devices(self) -> Devices:
+        return this_machine()
 
 
-def cli() -> int:
-    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
-    return run_main(main, interrupted_hint=RESUME_HINT)
-
+ENGINE = Engine(
+    name="local", module="runners.local_job", description=__doc__.splitlines()[0],
+    capabilities=Capabilities(),  # --decode auto adapts: the model's word reaches the workers through shared memory
+    add_arguments=add_local_arguments, start=lambda args: ThisMachine(),
+    execute=lambda job, machine, args: run_locally(job, args),
+)
+main, cli = ENGINE.main, ENGINE.cli
 
 if __name__ == "__main__":
     sys.exit(cli())

@@ -10,6 +10,9 @@ moment all its rows have arrived (``job.parts``). With no arguments it runs the 
 sample on a local Ray; ``--address`` (or ``RAY_ADDRESS``, as ``ray job submit`` sets it)
 joins an existing cluster. Ray starts while the driver plans the input (``job.driver``).
 
+Decode mode, batch size, precision and compile come decided in the ``Job`` (``job.execution``);
+with ``--decode auto`` the predictors' idle share reaches the decoders through ``runners.ray.feedback``.
+
 Worker loss: Ray Data starts actor pools with ``max_restarts=-1`` and ``max_task_retries=-1``
 (``ActorPoolMapOperator._apply_default_remote_args``, Ray 2.60), so a killed actor is
 restarted and its task re-run; rows of a re-run block that already arrived are dropped by
@@ -22,24 +25,27 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
 import ray
 
-from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from job.config import JobConfig, with_decode_for
-from job.driver import EngineRun, PreparedJob, run_job
+from job.cli import positive_int
+from job.config import JobConfig
+from job.driver import EngineRun, Job
+from job.engine import Engine
+from job.execution import Capabilities, Execution
+from job.feedback import IdleMeter
 from job.parts import FILE, PartCollector
 from job.plan import InputPlan
 from job.stages import Classify, Preprocess
 from job.timeline import device_seconds_of
-from runners.ray_blocks import batch_of, block_of
-from runners.ray_cluster import RaySession, Scaling, plan_scaling
-from runners.ray_feedback import BoardReader, IdleMeter, start_board
-from runners.ray_placement import placement_summary, record_placement, start_registry
+from runners.ray.blocks import batch_of, block_of
+from runners.ray.cluster import RaySession, Scaling, plan_scaling
+from runners.ray.feedback import BoardReader, poster, start_board
+from runners.ray.placement import placement_summary, record_placement, start_registry
 
 # Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
 PREPROCESS_BATCH_ROWS = 64
@@ -48,48 +54,43 @@ PREPROCESS_BATCH_ROWS = 64
 class RayPreprocess:
     """CPU actor: read each planned input file and yield preprocessed blocks. Imports no torch."""
 
-    def __init__(self, plan: InputPlan, config: JobConfig, run_id: str) -> None:
+    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, run_id: str) -> None:
         record_placement(run_id, "preprocess")
         self.plan = plan
-        self.preprocess = Preprocess(config)
         # --decode auto: the predictors' word on how hungry the device is, for this decoder's router.
-        self.board = BoardReader(run_id) if config.decode == "auto" else None
+        self.preprocess = Preprocess(config, execution, BoardReader(run_id) if execution.auto_adapts else None)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
         for index in batch[FILE].tolist():
             for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS):
                 yield block_of(block)
-                feedback = self.board.poll() if self.board else None
-                if feedback is not None:
-                    self.preprocess.feedback(feedback)
 
 
 class RayClassify:
     """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device."""
 
-    def __init__(self, config: JobConfig, run_id: str, images: int, concurrency: int) -> None:
+    def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
         import torch  # here, not at the top: the decoders import this module too, and must not load torch
 
         # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
-        self.classify = Classify(config, images=images)
-        device = self.classify.predictor.device
-        decoder = self.classify.device_stage.decoder.name if config.decode != "cpu" else None
-        record_placement(run_id, "classify", device=str(device), compiled=self.classify.compiled, decoder=decoder)
-        if device.type == "cpu" and ray.get_gpu_ids():
-            print(f"GPU {ray.get_gpu_ids()} was assigned but CUDA is not usable here: the predictor runs on CPU", file=sys.stderr)
-        if device.type == "cpu":
+        self.classify = Classify(config, execution)
+        self.crop = execution.recipe.crop
+        decoder = self.classify.device_stage.decoder.name if execution.decode != "cpu" else None
+        record_placement(run_id, "classify", device=str(self.classify.predictor.device), compiled=execution.compile,
+                         decoder=decoder)
+        if execution.device == "cpu":
             # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
             # bottleneck by far, so let it use the node's cores.
             torch.set_num_threads(os.cpu_count() or 1)
         actor = ray.get_runtime_context().get_actor_id()
-        self.meter = IdleMeter(run_id, actor, concurrency) if config.decode == "auto" else nullcontext()
+        self.meter = IdleMeter(poster(run_id, actor), concurrency) if execution.auto_adapts else nullcontext()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         with self.meter:
-            return self.classify(batch_of(batch))
+            return self.classify(batch_of(batch, self.crop))
 
 
-def build_dataset(job: PreparedJob, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
+def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
     """The pipeline: planned files -> ``RayPreprocess`` -> ``classify`` (``RayClassify``, or a stand-in)."""
     files = [{FILE: index} for index in range(len(job.pending.files))]
     with warnings.catch_warnings():
@@ -108,7 +109,7 @@ def build_dataset(job: PreparedJob, scaling: Scaling, classify: type = RayClassi
             # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
             # label_selector, has no "node without a GPU" selector (only in / not in, of values).
             scheduling_strategy="DEFAULT",
-            fn_constructor_kwargs={"plan": job.pending, "config": job.config, "run_id": job.run_id},
+            fn_constructor_kwargs={"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id},
         )
     return decoded.map_batches(
         classify,
@@ -117,12 +118,12 @@ def build_dataset(job: PreparedJob, scaling: Scaling, classify: type = RayClassi
         compute=scaling.classify_pool(),
         num_gpus=1 if scaling.gpus else 0,
         num_cpus=1,
-        fn_constructor_kwargs={"config": job.config, "run_id": job.run_id, "images": job.pending.rows,
+        fn_constructor_kwargs={"config": job.config, "execution": job.execution, "run_id": job.run_id,
                                "concurrency": scaling.calls_per_predictor},
     )
 
 
-def collect_parts(dataset: ray.data.Dataset, job: PreparedJob) -> tuple[PartCollector, float]:
+def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, float]:
     """Consume the predictions on the driver, committing each input file's part once it is whole.
 
     Returns the collector (its progress is the run's timeline) and the model's device seconds.
@@ -136,13 +137,12 @@ def collect_parts(dataset: ray.data.Dataset, job: PreparedJob) -> tuple[PartColl
     return collector, device_seconds
 
 
-def run_on_ray(job: PreparedJob, args: argparse.Namespace, session: RaySession) -> EngineRun:
-    """Run the pipeline on the pending files; the driver's job.driver does the rest."""
-    scaling = plan_scaling(job.config, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files))
-    job.config = with_decode_for(job.config, has_gpu=scaling.gpus > 0)
-    helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.config.decode == "auto" else [])]
+def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify) -> EngineRun:
+    """Run the pipeline on the pending files (``classify``: ``RayClassify``, or a stand-in); job.driver does the rest."""
+    scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files))
+    helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
     try:
-        collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling), job))
+        collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
         placement, chosen = placement_summary(helpers[0])
     finally:
         for actor in helpers:
@@ -152,28 +152,22 @@ def run_on_ray(job: PreparedJob, args: argparse.Namespace, session: RaySession) 
                      predictors=scaling.classify_actors)
 
 
-def get_ray_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.ray_job", description=__doc__.splitlines()[0])
+def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("ray")
     group.add_argument("--address", help="Ray cluster to join, e.g. ray://head:10001 or auto (default: RAY_ADDRESS, else a local Ray)")
     group.add_argument("--num-gpu-actors", type=positive_int(), help="predictor actors (default: one per GPU, 1 without GPUs)")
     group.add_argument("--num-cpu-actors", type=positive_int(),
                        help="preprocessing actors (default: the cluster's CPUs less one per predictor and one spare)")
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    """Run the job; returns the manifest."""
-    args = get_ray_args_parser().parse_args(argv)
-    config = config_from_args(args)
-    session = RaySession(args.address)  # started while the driver plans the input
-    return run_job("ray", config, lambda job: run_on_ray(job, args, session), packages=("ray",), start_engine=session)
-
-
-def cli() -> int:
-    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
-    return run_main(main, interrupted_hint=RESUME_HINT)
-
+ENGINE = Engine(
+    name="ray", module="runners.ray_job", description=__doc__.splitlines()[0],
+    capabilities=Capabilities(),  # every decode mode; auto adapts through runners.ray.feedback
+    add_arguments=add_ray_arguments, start=lambda args: RaySession(args.address), execute=run_on_ray,
+    packages=("ray",),
+    compare_options=("--address", "local"),  # a fresh local Ray, never a cluster that happens to run here
+)
+main, cli = ENGINE.main, ENGINE.cli
 
 if __name__ == "__main__":
     sys.exit(cli())

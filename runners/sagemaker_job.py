@@ -18,17 +18,19 @@ import dataclasses
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 
-from job.cli import RESUME_HINT, config_from_args, get_args_parser, run_main
-from job.driver import EngineRun, PreparedJob, run_job
+from job.config import JobConfig
+from job.driver import EngineRun, Job
+from job.engine import Engine
 from job.errors import JobError
+from job.execution import Capabilities, Devices, this_machine
 from job.parts import STAGING
 from runners.sagemaker import aws, container, local_transform, package, server, wheels
 from runners.sagemaker.assemble import assemble
+from runners.sagemaker.instances import devices_of
 from runners.sagemaker.options import SageMakerOptions, add_sagemaker_options, options_from_args
 from runners.sagemaker.shard import Sharding, write_shards
 from storage import Location, resolve, storage_errors
@@ -36,19 +38,13 @@ from storage import Location, resolve, storage_errors
 SDK_PACKAGES = ("sagemaker-core", "sagemaker-pytorch-inference")  # versions the manifest records
 
 
-def get_sagemaker_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.sagemaker_job", description=__doc__.splitlines()[0])
-    add_sagemaker_options(parser)
-    return parser
-
-
-def staging_location(job: PreparedJob, options: SageMakerOptions) -> Location:
+def staging_location(job: Job, options: SageMakerOptions) -> Location:
     """Where this run's shards, model.tar.gz and .out objects go (a prefix per run)."""
     if options.staging_s3_uri:
         base = resolve(options.staging_s3_uri, job.config.s3_endpoint_url)
     else:
         # Under the output's _staging/: the driver clears it, readers never see it.
-        base = child(job.output, STAGING)
+        base = child(job.parts.output, STAGING)
     if not options.local and not base.is_s3:
         raise JobError(f"SageMaker reads and writes S3 only, and {base.uri} is not on S3; pass --staging-s3-uri s3://bucket/prefix/")
     return child(base, f"sagemaker-{job.run_id}")
@@ -59,7 +55,7 @@ def child(location: Location, name: str) -> Location:
     return Location(location.filesystem, path, location.uri_of(path))
 
 
-def transform_local(job: PreparedJob, options: SageMakerOptions, tar_path: str, shards: list[str], staging: Location) -> dict[str, str]:
+def transform_local(job: Job, options: SageMakerOptions, tar_path: str, shards: list[str], staging: Location) -> dict[str, str]:
     """Serve the packaged handler on loopback and send it every shard; returns failures."""
     with tempfile.TemporaryDirectory(prefix="sagemaker-model-") as model_dir:
         serving = server.start_server(package.unpack(tar_path, model_dir), options.host, 0, options.max_payload_mb)
@@ -79,7 +75,7 @@ def aws_target(options: SageMakerOptions) -> tuple[object, str]:
     return session, options.image_uri or container.image_uri(session.boto_region_name, options.instance_type)
 
 
-def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, staging: Location) -> dict[str, str]:
+def transform_aws(job: Job, options: SageMakerOptions, tar_path: str, staging: Location) -> dict[str, str]:
     """Upload the model, run a transform job, wait, delete the run's model; returns failures
     (none known by shard on AWS)."""
     session, image = aws_target(options)
@@ -100,17 +96,17 @@ def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, st
     return {} if described["TransformJobStatus"] == "Completed" else {"*": described.get("FailureReason", "the job failed")}
 
 
-def run_transform(job: PreparedJob, options: SageMakerOptions, staging: Location,
+def run_transform(job: Job, options: SageMakerOptions, staging: Location,
                   serving_wheels: list[Path]) -> tuple[Sharding, dict[str, str]]:
     sharding = write_shards(job.pending, child(staging, "input"), options.max_payload_mb)
     with tempfile.TemporaryDirectory(prefix="sagemaker-package-") as tmp:
-        tar_path = package.build_model_tar(job.config, tmp, serving_wheels)
+        tar_path = package.build_model_tar(job.config, job.execution, tmp, serving_wheels)
         if options.local:
             return sharding, transform_local(job, options, tar_path, sharding.shards, staging)
         return sharding, transform_aws(job, options, tar_path, staging)
 
 
-def transform_and_assemble(job: PreparedJob, options: SageMakerOptions, serving_wheels: list[Path]) -> EngineRun:
+def transform_and_assemble(job: Job, options: SageMakerOptions, serving_wheels: list[Path]) -> EngineRun:
     """Shard, transform and commit the part of every pending input file."""
     staging = staging_location(job, options)
     sharding, failures = run_transform(job, options, staging, serving_wheels)
@@ -132,28 +128,44 @@ def transform_and_assemble(job: PreparedJob, options: SageMakerOptions, serving_
                      device_seconds=0.0, predictors=0)
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    """Run the job; returns the manifest."""
-    args = get_sagemaker_args_parser().parse_args(argv)
-    options = options_from_args(args)  # before any planning: a bad option stops before any work
-    # The AWS container has no network: the wheels it lacks travel in the archive. Both
-    # are found before any work, so a bad region or a missing wheel stops the job early.
-    serving_wheels = [] if options.local else wheels.fetch(options.wheelhouse)
-    if not options.local:
-        aws_target(options)
-    config = config_from_args(args)
-    if config.decode not in (None, "cpu"):
-        raise JobError(f"--decode {config.decode} is not supported by the SageMaker runner (its handler decodes on the "
-                       "instance's CPUs); use --decode cpu")
-    config = dataclasses.replace(config, decode="cpu")
-    return run_job("sagemaker", config, lambda job: transform_and_assemble(job, options, serving_wheels),
-                   packages=SDK_PACKAGES)
+class SageMakerSession:
+    """The AWS side found before any work (a bad region or a missing wheel stops the job early), or --local."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.options = options_from_args(args)
+        self.wheels: list[Path] = []
+
+    def __enter__(self) -> SageMakerSession:
+        if not self.options.local:
+            # The AWS container has no network: the wheels it lacks travel in the archive.
+            self.wheels = wheels.fetch(self.options.wheelhouse)
+            aws_target(self.options)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def devices(self) -> Devices:
+        """--local: this machine's; on AWS: the instance type's (the model runs there, out of our sight)."""
+        if not self.options.local:
+            return devices_of(self.options.instance_type)
+        return this_machine()
 
 
-def cli() -> int:
-    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
-    return run_main(main, interrupted_hint=RESUME_HINT)
+def check_args(args: argparse.Namespace, config: JobConfig) -> None:
+    options_from_args(args)  # a bad option stops the job before any planning
 
+
+ENGINE = Engine(
+    name="sagemaker", module="runners.sagemaker_job", description=__doc__.splitlines()[0],
+    # The handler decodes on the instance's CPUs, request by request: no device decode, nothing to adapt.
+    capabilities=Capabilities(decodes=("cpu",), adapts_auto=False),
+    add_arguments=add_sagemaker_options, start=SageMakerSession,
+    execute=lambda job, session, args: transform_and_assemble(job, session.options, session.wheels),
+    packages=SDK_PACKAGES, compare_options=("--local",),  # the packaged handler behind a loopback server
+    check=check_args,
+)
+main, cli = ENGINE.main, ENGINE.cli
 
 if __name__ == "__main__":
     sys.exit(cli())

@@ -19,7 +19,6 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
 
 import pyarrow as pa
 from pyspark.errors import PythonException
@@ -27,13 +26,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import StructType
 
-from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
-from job.config import JobConfig, default_batch_size, with_decode_for
-from job.driver import EngineRun, PreparedJob, run_job
+from job.cli import positive_int
+from job.config import JobConfig
+from job.driver import EngineRun, Job
+from job.engine import Engine
 from job.errors import JobError
+from job.execution import Capabilities, Devices
 from job.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
-from runners.spark_udfs import (
+from runners.spark.udfs import (
     PIXELS_DDL,
     PREDICTION_FIELDS,
     STATS_DDL,
@@ -41,6 +42,7 @@ from runners.spark_udfs import (
     ReadAndPreprocess,
     TaskSpec,
     WriteParts,
+    device_name,
     series_predict,
 )
 from storage import StorageError
@@ -56,8 +58,7 @@ DEFAULT_PREFETCH = 1
 FILE_SCHEMA = f"{FILE} int"
 
 
-def get_spark_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.spark_job", description=__doc__.splitlines()[0])
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("spark")
     group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the active SparkSession, else {DEFAULT_MASTER})")
     group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
@@ -66,7 +67,6 @@ def get_spark_args_parser() -> argparse.ArgumentParser:
     group.add_argument("--prefetch", type=positive_int(0), default=DEFAULT_PREFETCH,
                        help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
     group.add_argument("--partitions", type=positive_int(), help="Spark tasks (default: one per input file)")
-    return parser
 
 
 def get_session(master: str | None) -> tuple[SparkSession, bool]:
@@ -88,7 +88,7 @@ def get_session(master: str | None) -> tuple[SparkSession, bool]:
     return session, True
 
 
-def files_frame(spark: SparkSession, job: PreparedJob, partitions: int) -> DataFrame:
+def files_frame(spark: SparkSession, job: Job, partitions: int) -> DataFrame:
     """One row per input file to run (its index in ``job.pending``), sliced evenly over ``partitions`` tasks."""
     rows = [(index,) for index in range(len(job.pending.files))]
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), FILE_SCHEMA)
@@ -99,7 +99,7 @@ def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     if udf == "iterator":
         return files.mapInArrow(ReadAndClassify(spec), STATS_DDL)
     predictions = StructType.fromDDL(", ".join(f"{f.name} {_ddl(f)}" for f in PREDICTION_FIELDS))
-    predict = pandas_udf(series_predict(spec.config), predictions)
+    predict = pandas_udf(series_predict(spec.job.config, spec.job.execution), predictions)
     pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
     rows = pixels.select("id", predict("pixels", "error").alias("p"), "error", FILE, ROW).select("id", "p.*", "error", FILE, ROW)
     return rows.mapInArrow(WriteParts(spec), STATS_DDL)
@@ -116,9 +116,14 @@ def _ddl(field: pa.Field) -> str:
     raise TypeError(f"no Spark DDL for output column {field.name} of type {field.type}")
 
 
-def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> EngineRun:
+def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineRun:
     """Run the Spark stages on ``job.pending``; the tasks commit the parts, ``job.driver`` verifies them."""
-    spec = TaskSpec(job.config, job.pending, job.parts, batch_size, args.prefetch)
+    spark, batch_size = session.session, job.execution.batch_size
+    if session.owned:
+        # Arrow batches of one model batch (a runtime SQL setting): the Series UDF then sees what
+        # the benchmark saw. A session the user made keeps the user's setting.
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
+    spec = TaskSpec(job, args.prefetch)
     partitions = args.partitions or len(job.pending.files)
     try:
         stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
@@ -126,7 +131,7 @@ def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_s
         raise storage_error_of(e) or e
     print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
     settings = {"master": spark.sparkContext.master, "udf": args.udf, "prefetch": args.prefetch, "partitions": partitions,
-                "batch_size": batch_size, "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
+                "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
     return EngineRun(settings={"spark": settings}, progress=[(r.committed_at, r.rows) for r in stats],
                      device_seconds=sum(r[DEVICE_SECONDS] for r in stats), predictors=_concurrent_tasks(spark, partitions))
 
@@ -169,40 +174,31 @@ class SparkSessionFor:
         """Whether Spark gives each task a GPU (read from the session, once it runs)."""
         return self.session.conf.get("spark.task.resource.gpu.amount", None) is not None
 
-    def batch_size_for(self, config: JobConfig) -> int:
-        """The model batch: GPU-sized when Spark gives each task a GPU."""
-        has_gpu = self.gives_gpus()
-        if not has_gpu:
-            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
-                  file=sys.stderr)
-        batch_size = default_batch_size(config, has_gpu=has_gpu)
-        if self.owned:
-            # Arrow batches of one model batch (a runtime SQL setting): the Series UDF then sees what
-            # the benchmark saw. A session the user made keeps the user's setting.
-            self.session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
-        return batch_size
+    def devices(self) -> Devices:
+        """A GPU per task when Spark gives tasks GPUs (its type read by one probe task), else the CPU."""
+        if not self.gives_gpus():
+            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU", file=sys.stderr)
+            return Devices("cpu")
+        name = self.session.sparkContext.parallelize([0], 1).map(lambda _: device_name()).first()
+        if name is None:
+            raise JobError("Spark gives each task a GPU (spark.task.resource.gpu.amount), but CUDA is not usable on the "
+                           "executors: install a torch built for their CUDA driver")
+        return Devices("cuda", name)
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    """Run the job; returns the manifest."""
-    args = get_spark_args_parser().parse_args(argv)
-    config = config_from_args(args)
+def check_args(args: argparse.Namespace, config: JobConfig) -> None:
     if args.udf == "series" and config.decode not in (None, "cpu"):
         raise JobError(f"--udf series reproduces the reference benchmark's CPU decode; --decode {config.decode} needs --udf iterator")
-    session = SparkSessionFor(args.master)
-
-    def execute(job: PreparedJob) -> EngineRun:
-        batch_size = session.batch_size_for(job.config)
-        job.config = with_decode_for(job.config, has_gpu=session.gives_gpus() and args.udf == "iterator")
-        return run(session.session, job, args, batch_size)
-
-    return run_job("spark", config, execute, packages=("pyspark",), start_engine=session)
 
 
-def cli() -> int:
-    """The command: ``main`` with user-fixable errors as one line and exit code 2."""
-    return run_main(main, interrupted_hint=RESUME_HINT)
-
+ENGINE = Engine(
+    name="spark", module="runners.spark_job", description=__doc__.splitlines()[0],
+    # --decode auto adapts in each task: its decode thread and its model share a Python worker.
+    capabilities=Capabilities(),
+    add_arguments=add_spark_arguments, start=lambda args: SparkSessionFor(args.master),
+    execute=lambda job, session, args: run(session, job, args), packages=("pyspark",), check=check_args,
+)
+main, cli = ENGINE.main, ENGINE.cli
 
 if __name__ == "__main__":
     sys.exit(cli())

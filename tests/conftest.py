@@ -9,7 +9,7 @@ import uuid
 import boto3
 import pytest
 
-from tests.common.s3 import s3_server_env, start_s3_server
+from benchmarks.harness.s3 import s3_server_env, start_s3_server
 
 # Fake credentials for the loopback S3 server, set before any test starts Ray so that Ray's
 # worker processes inherit them; AWS_EC2_METADATA_DISABLED keeps the SDK off the network.

@@ -36,14 +36,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inference import choose_device, default_precision, load_model
+from inference import choose_device, load_model
 from inference.benchmark import model_only_images_per_sec
-from inference.compile import should_compile
 from inference.model import RECIPE, LoadedModel
 from job import report, sample
 from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
-from job.config import JobConfig, default_batch_size
+from job.config import JobConfig
 from job.errors import JobError
+from job.execution import Capabilities, decide, this_machine
 from job.manifest import MANIFEST, Manifest, read_manifest
 from job.plan import InputPlan, plan_input, read_file
 from job.stages import image_cells
@@ -53,7 +53,7 @@ from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, t
 from runners.compare import report as compare_report
 from runners.compare.parity import Parity, check_parity, read_outcomes
 from runners.compare.prices import DEFAULT_TABLE, engine_prices
-from runners.engines import ENGINES
+from runners import ENGINES, engine
 from storage import resolve
 STAGES = ("jobs", "preprocess", "all")
 PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
@@ -109,32 +109,41 @@ def parse_engine_args(values: Sequence[str], engines: list[str]) -> dict[str, li
     return extra
 
 
-def _checked_engine_argv(engine: str, argv: list[str]) -> list[str]:
-    parser = ENGINES[engine].args_parser()
+def _checked_engine_argv(name: str, argv: list[str]) -> list[str]:
+    parser = engine(name).args_parser()
     parser.exit_on_error = False  # an ArgumentError to turn into one line, not argparse's usage and exit
     try:
         parsed, unknown = parser.parse_known_args(argv)
     except argparse.ArgumentError as e:
-        raise JobError(f"--engine-args {engine}: {e}") from e
+        raise JobError(f"--engine-args {name}: {e}") from e
     if unknown:
-        raise JobError(f"--engine-args {engine}: {shlex.join(unknown)} is not an option of {ENGINES[engine].module}")
+        raise JobError(f"--engine-args {name}: {shlex.join(unknown)} is not an option of {engine(name).module}")
     # Compared by what argparse made of them, so abbreviations and --opt=value forms are caught too.
     defaults, shared = vars(parser.parse_args([])), vars(get_args_parser().parse_args([]))
     changed = [dest for dest in shared if getattr(parsed, dest) != defaults[dest]]
     if changed:
         option = "--" + changed[0].replace("_", "-")
-        raise JobError(f"--engine-args {engine}: {option} is the same for every engine; pass it to compare itself")
+        raise JobError(f"--engine-args {name}: {option} is the same for every engine; pass it to compare itself")
     return argv
 
 
 def comparison_config(args: argparse.Namespace, report_dir: str) -> JobConfig:
-    """The one config every engine gets: the sample written once, batch size and precision resolved."""
+    """The one config every engine gets, with the sample written once."""
     config = config_from_args(args)
     if config.input is None:
         config = dataclasses.replace(config, input=sample.write_sample(os.path.join(report_dir, "input")))
-    device = choose_device()
-    return dataclasses.replace(config, batch_size=default_batch_size(config, device.type == "cuda"),
-                               precision=config.precision or default_precision(device))
+    return config
+
+
+def decided_for_this_machine(config: JobConfig, images: int) -> JobConfig:
+    """``config`` with batch size, precision and compile decided once, by the job's own rule, for this machine.
+
+    Every engine then gets them as options, so all run the same model the same way, and the
+    model-only ceiling runs it that way too.
+    """
+    execution = decide(config, Capabilities(), this_machine(), images)
+    return dataclasses.replace(config, batch_size=execution.batch_size, precision=execution.precision,
+                               compile="on" if execution.compile else "off")
 
 
 def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str:
@@ -149,13 +158,14 @@ def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str
     return report_dir
 
 
-def run_engine(engine: str, config: JobConfig, report_dir: str, extra: Sequence[str] = ()) -> tuple[Manifest | None, str | None]:
+def run_engine(name: str, config: JobConfig, report_dir: str, extra: Sequence[str] = ()) -> tuple[Manifest | None, str | None]:
     """Run one engine's job in its own process; returns (manifest, None), or (None, why it failed)."""
-    output = os.path.join(report_dir, "outputs", engine)
+    output = os.path.join(report_dir, "outputs", name)
+    chosen = engine(name)
     # The user's engine options come last: argparse keeps the last value, so --address or --master override ours.
-    argv = [sys.executable, "-m", ENGINES[engine].module, *config_to_argv(dataclasses.replace(config, output=output)),
-            *ENGINES[engine].compare_options, *extra]
-    print(f"== {engine}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
+    argv = [sys.executable, "-m", chosen.module, *config_to_argv(dataclasses.replace(config, output=output)),
+            *chosen.compare_options, *extra]
+    print(f"== {name}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
     code = subprocess.run(argv, check=False).returncode
     if code != 0:
         return None, f"exit code {code}"
@@ -170,7 +180,7 @@ def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, repor
     device = choose_device()
     print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
     model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,
-                                                              seconds=args.model_only_seconds, compile=config.compile))
+                                                              seconds=args.model_only_seconds, compile=config.compile == "on"))
     rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed, engine_args[e])
             for e, (manifest, failed) in done.items()]
     parity = check_parity({e: read_outcomes(m.output, config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
@@ -220,8 +230,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     report_dir = prepare_report(args.report, engines, args.overwrite)
     config = comparison_config(args, report_dir)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)  # a bad input stops here, once
-    # Compiled or not, decided once for the input's size, so every engine and the model-only ceiling agree.
-    config = dataclasses.replace(config, compile=should_compile(plan.rows, choose_device(), config.compile))
+    config = decided_for_this_machine(config, plan.rows)
     model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # so do unusable weights
     rows, parity, model_only = [], None, None
     if args.stage in ("jobs", "all"):

@@ -40,6 +40,7 @@ def run_row(engine: str, manifest: Manifest | None, model_only: float | None, pr
         "price_source": price.source if price else None,
         "dollars_per_million_images": dollars_per_million_images(price, ips),
         "config": manifest.config if manifest else None,
+        "execution": manifest.execution if manifest else None,  # how it computed, as its driver decided
         "hardware": manifest.hardware if manifest else None,
         "versions": manifest.versions if manifest else None,
         "settings": manifest.settings if manifest else {},  # the engine's own facts

@@ -3,10 +3,11 @@
 Layout (the container unpacks it into /opt/ml/model)::
 
     model.pth            the ResNet50 state dict (absent for --weights random)
-    serving.json         the job options the handler needs (image column, topk, ...)
+    serving.json         the job options the handler needs (image column, topk, ...) and the run's plan
     code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
-    code/job/ code/preprocess/ code/inference/ code/storage/   the shared core, whole
-    code/runners/sagemaker/serving/   the handler's own package
+    code/job/ code/preprocess/ code/inference/ code/storage/ code/runners/...
+                         the modules of ours the handler imports, and theirs, and so on
+                         (``runners.sagemaker.imports``): no list to fall behind the code
     code/requirements.txt, code/wheels/   for AWS only: what the image lacks (pyarrow), as
                          wheels for its Python, installed at start-up with no index
 
@@ -26,32 +27,26 @@ from pathlib import Path
 
 import torch
 
-import inference
-import job
-import preprocess
-import runners
-import storage
 from inference import load_model
 from job.config import JobConfig
+from job.execution import Execution
 from runners.sagemaker import wheels as serving_wheels
 from runners.sagemaker.container import ENTRY_POINT
+from runners.sagemaker.imports import modules_imported_by
 from runners.sagemaker.serving import handler
 from storage import Location, storage_errors
 
-# The core packages the handler runs, shipped whole: the engine-neutral job imports nothing
-# else of ours (a test holds it to that), so no list of modules can fall behind it.
-CORE_PACKAGES = (job, preprocess, inference, storage)
-SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels", "precision", "batch_size", "compile")
+SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels")  # the JobConfig fields the handler reads
 
 
-def serving_options(config: JobConfig) -> dict:
-    """What the handler needs to know about the job; weights become a file, or "random"."""
-    options = {name: getattr(config, name) for name in SERVING_FIELDS}
-    options["weights"] = "random" if config.weights == "random" else handler.WEIGHTS_FILE
-    return options
+def serving_options(config: JobConfig, execution: Execution) -> dict:
+    """What the handler needs to know about the job: its options, its weights (a file, or "random"), its plan."""
+    return {"config": {name: getattr(config, name) for name in SERVING_FIELDS},
+            "weights": "random" if config.weights == "random" else handler.WEIGHTS_FILE,
+            "execution": execution.to_dict()}
 
 
-def build_model_tar(config: JobConfig, directory: str, wheels: Sequence[Path] = ()) -> str:
+def build_model_tar(config: JobConfig, execution: Execution, directory: str, wheels: Sequence[Path] = ()) -> str:
     """Write ``directory/model.tar.gz``; returns its path.
 
     ``wheels`` (from ``wheels.fetch``) go into ``code/wheels/`` with the requirements.txt that
@@ -63,20 +58,14 @@ def build_model_tar(config: JobConfig, directory: str, wheels: Sequence[Path] = 
             weights = os.path.join(tmp, handler.WEIGHTS_FILE)
             torch.save(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url).module.state_dict(), weights)
             tar.add(weights, handler.WEIGHTS_FILE)
-        _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config), indent=2).encode())
+        _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config, execution), indent=2).encode())
         if wheels:
             _add_bytes(tar, "code/requirements.txt", serving_wheels.requirements_txt(list(wheels)).encode())
             for wheel in wheels:
                 tar.add(wheel, f"code/{serving_wheels.WHEELS_DIR}/{Path(wheel).name}")
         tar.add(handler.__file__, f"code/{ENTRY_POINT}")
-        for package in CORE_PACKAGES:
-            tar.add(os.path.dirname(package.__file__), f"code/{package.__name__}", filter=_no_caches)
-        runners_dir = os.path.dirname(runners.__file__)
-        # The handler imports runners.sagemaker.serving.codecs; ship just that package (the
-        # engines beside it import Ray, Spark or boto3, which the container has no use for).
-        tar.add(os.path.join(runners_dir, "__init__.py"), "code/runners/__init__.py")
-        tar.add(os.path.join(runners_dir, "sagemaker", "__init__.py"), "code/runners/sagemaker/__init__.py")
-        tar.add(os.path.dirname(handler.__file__), "code/runners/sagemaker/serving", filter=_no_caches)
+        for source, name in modules_imported_by(handler.__file__):
+            tar.add(source, f"code/{name}")
     return path
 
 
@@ -99,7 +88,3 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
     tar.addfile(info, io.BytesIO(data))
-
-
-def _no_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info

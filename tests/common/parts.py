@@ -10,6 +10,7 @@ from job.config import JobConfig
 from job.rows import OUTPUT_SCHEMA
 from job.plan import InputFile, plan_input
 from storage import resolve
+from tests.common.plans import cpu_execution
 
 
 def predictions(ids: list[str]) -> pa.Table:
@@ -24,12 +25,13 @@ def job_parts(input_uri: str, output_uri: str, endpoint: str | None = None, **op
     config = JobConfig(input=input_uri, output=output_uri, weights="random", s3_endpoint_url=endpoint, **options)
     plan = plan_input(resolve(input_uri, endpoint), config)
     output = resolve(output_uri, endpoint)
-    return Parts(output, output.join(STAGING, "run"), plan.location.path, output_options(config, plan)), plan.files
+    options = output_options(config, plan, cpu_execution(config))
+    return Parts(output, output.join(STAGING, "run"), plan.location.path, options), plan.files
 
 
 def a_manifest(**changes) -> Manifest:
     """A manifest as a finished job writes it (fields a test does not care about filled in)."""
-    fields = dict(engine="test", run_id="run", input="in", output="out", config={}, output_options={},
+    fields = dict(engine="test", run_id="run", input="in", output="out", config={}, execution={}, output_options={},
                   counts=Counts(1, 1, 1, 0), input_files=InputFiles(1, 0, 1, 1), seconds=1.0, images_per_sec=1.0,
                   timeline=Timeline(1.0, None, None, 2.0), files=[], error_examples=[], versions={}, hardware={})
     return Manifest(**{**fields, **changes})

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from job.config import JobConfig
 from runners.sagemaker import package
 from tests.common.datasets import mixed_rows
+from tests.common.plans import cpu_execution
 
 # The tag of a wheel for the serving image (CPython 3.12, glibc 2.28+, x86_64).
 IMAGE_WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
@@ -20,7 +21,8 @@ IMAGE_WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
 
 def packaged_model_dir(tmp_dir: str, **config) -> str:
     """model.tar.gz built by ``package`` with random weights, unpacked as the container would."""
-    tar = package.build_model_tar(JobConfig(input=None, output=None, weights="random", **config), tmp_dir)
+    config = JobConfig(input=None, output=None, weights="random", **config)
+    tar = package.build_model_tar(config, cpu_execution(config), tmp_dir)
     return package.unpack(tar, f"{tmp_dir}/model")
 
 

@@ -18,7 +18,7 @@ from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from runners import spark_job
-from runners.spark_udfs import ReadAndClassify
+from runners.spark.udfs import ReadAndClassify
 
 
 @contextmanager

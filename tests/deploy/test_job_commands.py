@@ -63,9 +63,9 @@ def test_every_platform_runs_nightly_at_two_utc_as_the_docs_say(tf):
 def test_ray_commands_parse_with_the_real_parser(where):
     """The scheduled Ray command lines are accepted by the job's own argument parser."""
     from job.cli import config_from_args
-    from runners.ray_job import get_ray_args_parser
+    from runners.ray_job import ENGINE
 
     _, tokens = COMMANDS[where]
-    args = get_ray_args_parser().parse_args(tokens())
+    args = ENGINE.args_parser().parse_args(tokens())
     config = config_from_args(args)  # the shared validation accepts it too
     assert config.input and config.output and config.weights != "random" and config.resume

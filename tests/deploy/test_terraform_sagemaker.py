@@ -17,6 +17,7 @@ from runners.sagemaker.serving.codecs import PARQUET
 from runners.sagemaker.toolkit import Toolkit
 from runners.sagemaker_job import child, staging_location
 from storage import resolve
+from tests.common.plans import cpu_execution
 from tests.common.sagemaker import packaged_model_dir, shard_body
 
 ACCOUNT = "123456789012"
@@ -28,7 +29,8 @@ def terraform_environment(tf) -> dict:
 
 def test_terraform_model_has_the_runners_container_variables(tf, tmp_path):
     assert terraform_environment(tf) == container.environment()
-    names = tarfile.open(package.build_model_tar(JobConfig(input=None, output=None, weights="random"), str(tmp_path))).getnames()
+    config = JobConfig(input=None, output=None, weights="random")
+    names = tarfile.open(package.build_model_tar(config, cpu_execution(config), str(tmp_path))).getnames()
     assert f"code/{terraform_environment(tf)['SAGEMAKER_PROGRAM']}" in names, "the program must be a file the archive ships"
 
 
@@ -46,7 +48,7 @@ def test_terraform_image_is_the_one_the_runner_uses(tf):
 
 def _runner_objects(output_uri: str) -> dict[str, str]:
     """The bucket/keys one run of the runner stages, from its own staging_location."""
-    job = SimpleNamespace(output=resolve(output_uri), run_id="20261123T020000-0a1b2c3d",
+    job = SimpleNamespace(parts=SimpleNamespace(output=resolve(output_uri)), run_id="20261123T020000-0a1b2c3d",
                           config=SimpleNamespace(s3_endpoint_url=None))
     staging = staging_location(job, SageMakerOptions(local=False, role="arn:aws:iam::1:role/r"))
     objects = {"shard": child(child(staging, "input"), "shard-00000-0000.parquet"),

@@ -65,7 +65,10 @@ def test_one_row_per_engine_taken_from_its_manifest(compared):
         assert same == {k: v for k, v in results["runs"][0]["config"].items() if k != "output"}
         assert (same["batch_size"], same["precision"], same["weights"]) == (8, "fp32", "random")
         assert row["hardware"]["cpu_count"] >= 1 and "torch" in row["versions"]
-    assert results["runs"][-1]["settings"]["local"]["batch_size"] == 8
+        # Every engine's driver decided the same plan from the same options.
+        assert row["execution"] == results["runs"][0]["execution"]
+        assert {k: row["execution"][k] for k in ("device", "decode", "batch_size", "precision", "compile")} == \
+            {"device": "cpu", "decode": "cpu", "batch_size": 8, "precision": "fp32", "compile": False}
 
 
 def test_engine_args_reach_their_engine_only(compared):

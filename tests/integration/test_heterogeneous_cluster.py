@@ -1,18 +1,24 @@
 """A heterogeneous cluster on one machine: a CPU-only head and a node that declares one GPU.
 
-Preprocessing must run on the CPU-only node and the predictor actors on the GPU node (the
-predictor computes on CPU there, since this machine has no GPU; Ray still schedules it by
-the GPU the node declares). The manifest's ``placement`` says where each stage ran.
+Preprocessing must run on the CPU-only node and the predictor actors on the GPU node. The
+driver plans the run on the GPU the cluster declares; this machine has none, so the predictor
+is ``RayClassify`` with its model moved to the CPU (the job itself refuses a GPU plan where
+CUDA is not usable). Ray still schedules it by the GPU the node declares. The manifest's
+``placement`` says where each stage ran.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from ray.cluster_utils import Cluster
 
+from job.errors import JobError
 from runners import ray_job
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
+from tests.common.ray_standins import PredictorOnCpu
 
 
 @pytest.fixture(scope="module")
@@ -28,19 +34,24 @@ def test_preprocessing_on_cpu_node_and_predictor_on_gpu_node(cluster, tmp_path):
     import ray
 
     ids, bad = write_mixed(str(tmp_path / "in"))
+    engine = dataclasses.replace(ray_job.ENGINE, execute=lambda job, session, args: ray_job.run_on_ray(job, session, args,
+                                                                                                        PredictorOnCpu))
+    argv = ["--input", str(tmp_path / "in"), "--weights", "random", "--batch-size", "8", "--precision", "fp32"]
     ray.init(address=cluster.address, logging_level="WARNING")
     try:
-        manifest = ray_job.main(
-            # Up to two decoders: both fit on the head. Ray Data's own "SPREAD" placement put
-            # one on the GPU node now and then, leaving the predictor pending behind it.
-            ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random"]
-            + ["--batch-size", "8", "--num-cpu-actors", "2"]
-        )
+        # Up to two decoders: both fit on the head. Ray Data's own "SPREAD" placement put
+        # one on the GPU node now and then, leaving the predictor pending behind it.
+        manifest = engine.main([*argv, "--output", str(tmp_path / "out"), "--num-cpu-actors", "2"])
+        # The job as it is: planned on the declared GPU, refused in one line where CUDA is not usable.
+        with pytest.raises(JobError, match="^the run was planned on a GPU, but CUDA is not usable in this worker .*: "
+                                           "install a torch built for this node's CUDA driver"):
+            ray_job.main([*argv, "--output", str(tmp_path / "refused")])
     finally:
         ray.shutdown()
     rows, _ = read_output(str(tmp_path / "out"))
     assert_output_contract(rows, manifest, ids, bad)
     placement = manifest["settings"]["placement"]
     assert manifest["settings"]["scaling"]["gpus"] == 1 and manifest["settings"]["scaling"]["classify_actors"] == 1
+    assert (manifest["execution"]["device"], manifest["execution"]["batch_size"]) == ("cuda", 8)
     assert placement["preprocess"] and all(node["node_gpus"] == 0 for node in placement["preprocess"])
     assert placement["classify"] and all(node["node_gpus"] == 1 for node in placement["classify"])

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
 
 from runners import local_job
@@ -20,7 +24,8 @@ def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_pa
     rows, written = read_output(str(tmp_path / "workers"))
     assert written == manifest and manifest["engine"] == "local"
     assert_output_contract(rows, manifest, ids, bad)
-    assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "batch_size": 8, "device": "cpu", "compiled": False}
+    assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "device": "cpu"}
+    assert (manifest["execution"]["batch_size"], manifest["execution"]["compile"], manifest["execution"]["decode"]) == (8, False, "cpu")
     assert len(manifest["files"]) == 3  # one part per input file
     assert_timeline(manifest, steady_at_least_whole=True)  # 3 input files: start-up, then a full pipeline
     run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "inline"), "--workers", "0")
@@ -50,3 +55,16 @@ def test_negative_workers_is_one_line_before_any_work(capsys):
         run_main(local_job.main, ["--workers", "-1"])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and "argument --workers: must be an integer >= 0, got -1" in err
+
+
+def test_startup_counts_from_the_interpreter_not_from_what_ran_before_it(tmp_path):
+    """Under ``bash -c "a && python -m ..."`` bash execs python in its own process: the process's fork
+    time is when bash started, so the 4 s before the command must not be counted in the timeline."""
+    write_mixed(str(tmp_path / "in"))
+    command = (f"sleep 4 && exec {sys.executable} -m runners.local_job --weights random --workers 0 "
+               f"--input {tmp_path / 'in'} --output {tmp_path / 'out'}")
+    started = time.time()
+    subprocess.run(["bash", "-c", command], check=True, capture_output=True, timeout=600)
+    elapsed = time.time() - started
+    timeline = read_output(str(tmp_path / "out"))[1]["timeline"]
+    assert 0 < timeline["startup_seconds"] < timeline["wall_seconds"] < elapsed - 3.5, (timeline, elapsed)

@@ -16,6 +16,7 @@ from job.stages import Classify, Preprocess
 from storage import resolve
 from tests.common.contract import assert_output_contract, assert_timeline, read_output
 from tests.common.datasets import write_mixed
+from tests.common.plans import cpu_execution
 
 
 pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
@@ -77,7 +78,7 @@ def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):
     assert manifest["counts"]["predicted"] == 10
     config = JobConfig(input=str(tmp_path / "raw"), output=None, weights="random", decode="cpu")
     plan = plan_input(resolve(config.input), config)
-    preprocess, classify = Preprocess(config), Classify(config)
+    preprocess, classify = Preprocess(config, cpu_execution(config)), Classify(config, cpu_execution(config))
     expected = []
     for file in plan.files:
         for ids, batch in read_file(plan, file, batch_rows=64):

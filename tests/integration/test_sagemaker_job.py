@@ -23,6 +23,7 @@ from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.sagemaker import image_wheelhouse
+from tests.common.plans import cpu_execution
 
 ROLE = "arn:aws:iam::123456789012:role/batch-inference"
 
@@ -38,7 +39,7 @@ def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket
     # Parity with Ray: Ray's test holds its output equal to these stages called directly.
     config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env, decode="cpu")
     plan = plan_input(resolve(config.input, s3_env), config)
-    preprocess, classify, by_id = Preprocess(config), Classify(config), {r["id"]: r for r in rows}
+    preprocess, classify, by_id = Preprocess(config, cpu_execution(config)), Classify(config, cpu_execution(config)), {r["id"]: r for r in rows}
     for file in plan.files:
         for batch_ids, batch in read_file(plan, file, batch_rows=64):
             for row in classify(preprocess(batch_ids, batch)).to_pylist():

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.common.fault_proxy import FaultProxy
+from benchmarks.harness.fault_proxy import FaultProxy
 
 
 @pytest.fixture()

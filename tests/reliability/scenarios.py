@@ -8,7 +8,7 @@ from job import driver
 from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.fault_proxy import FaultProxy
+from benchmarks.harness.fault_proxy import FaultProxy
 
 
 def s3_faults_lose_no_row(job: ModuleType, bucket: str, s3_env: str, proxy: FaultProxy) -> None:

@@ -9,7 +9,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from tests.common.fault_proxy import FAULT_KINDS, FaultProxy
+from benchmarks.harness.fault_proxy import FAULT_KINDS, FaultProxy
 
 NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"})
 

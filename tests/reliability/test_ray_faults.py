@@ -11,7 +11,7 @@ from runners import ray_job
 from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.processes import KillFirst, ray_actor_working, ray_data_actor
+from benchmarks.harness.processes import KillFirst, ray_actor_working, ray_data_actor
 from tests.reliability.scenarios import s3_faults_lose_no_row, s3_gone_after_planning
 
 FAULT_RATE = 0.15  # of S3 requests; each fails 10 times in a row with odds of 6e-9

@@ -126,7 +126,7 @@ def test_a_checkpoint_that_runs_code_is_refused_and_runs_nothing(tmp_path):
 
 
 def test_sagemaker_local_server_is_not_reachable_from_the_network(tmp_path):
-    assert options_from_args(sagemaker_job.get_sagemaker_args_parser().parse_args(["--local"])).host == "127.0.0.1"
+    assert options_from_args(sagemaker_job.ENGINE.args_parser().parse_args(["--local"])).host == "127.0.0.1"
     address = _non_loopback_address()
     server = start_server(packaged_model_dir(str(tmp_path)))
     try:

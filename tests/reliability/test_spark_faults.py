@@ -10,7 +10,7 @@ import pytest
 from runners import spark_job
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.processes import KillFirst, busy_pyspark_worker
+from benchmarks.harness.processes import KillFirst, busy_pyspark_worker
 from tests.common.spark import local_spark
 from tests.reliability.scenarios import s3_faults_lose_no_row, s3_gone_after_planning
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 
 from inference.compile import (
     COMPILE_BREAK_EVEN_IMAGES,
     COMPILE_SECONDS,
     COMPILED_IMAGES_PER_SEC,
     EAGER_IMAGES_PER_SEC,
-    should_compile,
+    compile_by_size,
     use_persistent_cache,
 )
-
-CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
 
 
 def test_break_even_is_where_saved_time_repays_the_compile():
@@ -25,15 +22,10 @@ def test_break_even_is_where_saved_time_repays_the_compile():
     assert 380_000 < COMPILE_BREAK_EVEN_IMAGES < 390_000
 
 
-def test_the_user_decides_when_asked():
-    assert should_compile(10, CPU, True) and not should_compile(10**9, CUDA, False)
-
-
-def test_long_gpu_jobs_compile_short_ones_and_cpu_jobs_do_not():
-    assert should_compile(COMPILE_BREAK_EVEN_IMAGES, CUDA, None)
-    assert not should_compile(COMPILE_BREAK_EVEN_IMAGES - 1, CUDA, None)
-    assert not should_compile(10**9, CPU, None)
-    assert not should_compile(None, CUDA, None)  # unknown size: eager
+def test_by_size_long_gpu_jobs_compile_short_ones_and_cpu_jobs_do_not():
+    assert compile_by_size(COMPILE_BREAK_EVEN_IMAGES, "cuda")
+    assert not compile_by_size(COMPILE_BREAK_EVEN_IMAGES - 1, "cuda")
+    assert not compile_by_size(10**9, "cpu")
 
 
 def test_cache_dir_is_stable_and_a_users_choice_is_kept(tmp_path, monkeypatch):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import common, gpu_stage_bench
+from benchmarks import gpu_stage_bench
 
 
-def test_smoke_run_writes_one_row_per_measurement(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "RESULTS_DIR", str(tmp_path))
-    rows = gpu_stage_bench.main(["--batch", "2", "--seconds", "0", "--no-compile"])
+def test_smoke_run_writes_one_row_per_measurement_where_asked(tmp_path):
+    rows = gpu_stage_bench.main(["--batch", "2", "--seconds", "0", "--no-compile", "--results", str(tmp_path / "gpu_stage.jsonl")])
     assert [r["what"] for r in rows] == ["model", "decode", "resize", "stage", "stage"]
     written = [json.loads(line) for line in (tmp_path / "gpu_stage.jsonl").read_text().splitlines()]
     assert len(written) == 5 and all(r["images_per_sec"] > 0 and "hardware" in r and "versions" in r for r in written)

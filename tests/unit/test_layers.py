@@ -51,3 +51,25 @@ def test_a_cpu_worker_loads_no_torch():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_runners_holds_the_commands_and_one_package_per_engines_internals():
+    entries = sorted(p.name for p in (ROOT / "runners").iterdir() if p.name not in ("__init__.py", "__pycache__"))
+    assert len(entries) <= 9, entries
+    assert not [name for name in entries if name.endswith(".py") and not name.endswith("_job.py") and name != "make_dataset.py"]
+
+
+def test_benchmarks_import_no_tests():
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        assert not [m for m in imported_modules(path) if m.split(".")[0] == "tests"], path
+
+
+def test_an_engine_is_one_module_and_one_line_of_the_table():
+    from runners import ENGINES, engine
+
+    commands = {f"runners.{p.stem}" for p in (ROOT / "runners").glob("*_job.py")}
+    assert commands == {entry.module for entry in ENGINES.values()}
+    for name, entry in ENGINES.items():
+        record = engine(name)
+        assert (record.name, record.module) == (name, entry.module)
+        assert record.args_parser().prog == f"python -m {entry.module}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import json
@@ -12,12 +13,13 @@ from collections.abc import Iterator
 import pytest
 
 from job.config import JobConfig
-from job.driver import EngineRun, PreparedJob, run_job
+from job.driver import EngineRun, Job, run_job
 from job.errors import JobError
 from job.lease import LEASE_NAME, LeaseOwner, OutputLease
 from storage import Location, resolve
 from storage.conditional import create_exclusive, delete_if, read_versioned, replace_if
 from tests.common.datasets import write_mixed
+from tests.common.plans import engine_running
 
 
 @pytest.fixture
@@ -165,22 +167,23 @@ def job_config(tmp_path) -> JobConfig:
 
 
 def test_the_driver_holds_the_lease_while_the_engine_runs_and_releases_it_when_the_engine_fails(tmp_path):
-    def engine_that_dies(job: PreparedJob) -> EngineRun:
+    def engine_that_dies(job: Job, session: object, args: argparse.Namespace) -> EngineRun:
         with pytest.raises(JobError, match=f"run {job.run_id} on .* holds its lease until"):
-            OutputLease.acquire(job.output, owner("second"), take_over_expired=True)
+            OutputLease.acquire(job.parts.output, owner("second"), take_over_expired=True)
         raise RuntimeError("the engine died")
 
     with pytest.raises(RuntimeError, match="the engine died"):
-        run_job("test", job_config(tmp_path), engine_that_dies)
+        run_job(engine_running(engine_that_dies), job_config(tmp_path), argparse.Namespace())
     assert not (tmp_path / "out" / LEASE_NAME).exists()
 
 
 def test_the_driver_releases_the_lease_when_the_engine_fails_to_start(tmp_path):
     @contextlib.contextmanager
-    def no_cluster() -> Iterator[None]:
+    def no_cluster(args: argparse.Namespace) -> Iterator[None]:
         raise RuntimeError("no cluster")
         yield
 
+    engine = engine_running(lambda job, session, args: EngineRun(settings={}), start=no_cluster)
     with pytest.raises(RuntimeError, match="no cluster"):
-        run_job("test", job_config(tmp_path), lambda job: EngineRun(settings={}), start_engine=no_cluster())
+        run_job(engine, job_config(tmp_path), argparse.Namespace())
     assert (tmp_path / "out").is_dir() and not (tmp_path / "out" / LEASE_NAME).exists()  # taken while starting, released

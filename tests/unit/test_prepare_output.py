@@ -13,7 +13,7 @@ from job.prefix import list_parts
 from job.config import JobConfig
 from job.errors import JobError
 from job.lease import LEASE_NAME, LeaseOwner, OutputLease
-from job.prefix import OutputState, prepare_output
+from job.prefix import OutputState, prepare_output, require_same_options
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
 
@@ -34,34 +34,41 @@ def config(parts: Parts, **changes) -> JobConfig:
     return JobConfig(input=parts.input_root, output=parts.output.path, weights="random", **changes)
 
 
+def prepare(parts: Parts, config: JobConfig, files) -> OutputState:
+    """``prepare_output`` as the driver calls it, and the options check it does once the run's plan is decided."""
+    state = prepare_output(parts.output, config, {parts.name(f): f for f in files})
+    require_same_options(parts.output, state, parts.options)
+    return state
+
+
 def test_a_partial_output_is_refused_without_resume(killed_run):
     parts, files = killed_run
     with pytest.raises(JobError, match="holds a partial output of an earlier run \\(2 committed parts, no _SUCCESS.json\\); "
                                        "pass --resume to finish it or --overwrite to start over"):
-        prepare_output(parts.output, config(parts), parts, files)
+        prepare(parts, config(parts), files)
 
 
 def test_resume_keeps_whole_parts_and_clears_temporaries(killed_run, tmp_path):
     parts, files = killed_run
-    state = prepare_output(parts.output, config(parts, resume=True), parts, files)
-    assert state.committed == tuple(sorted(parts.name(f) for f in files[:2])) and state.finished is None
+    state = prepare(parts, config(parts, resume=True), files)
+    assert sorted(state.kept) == sorted(parts.name(f) for f in files[:2]) and state.finished is None
     assert not (tmp_path / "out" / "_staging").exists()
 
 
 def test_resume_runs_a_file_again_when_its_part_no_longer_matches_its_rows(killed_run):
     parts, files = killed_run
     grown = (dataclasses.replace(files[0], rows=files[0].rows + 1), *files[1:])  # as if the input file had grown
-    state = prepare_output(parts.output, config(parts, resume=True), parts, grown)
-    assert state.committed == (parts.name(files[1]),)
+    state = prepare(parts, config(parts, resume=True), grown)
+    assert list(state.kept) == [parts.name(files[1])]
 
 
 def test_resume_refuses_parts_of_other_options_or_other_files(killed_run, tmp_path):
     parts, files = killed_run
     other = dataclasses.replace(parts, options={**parts.options, "topk": 3})
     with pytest.raises(JobError, match="was written with other options \\(topk; e.g. topk=5, now 3\\)"):
-        prepare_output(parts.output, config(parts, resume=True, topk=3), other, files)
+        prepare(other, config(parts, resume=True, topk=3), files)
     with pytest.raises(JobError, match="belongs to no input file of this plan"):
-        prepare_output(parts.output, config(parts, resume=True), parts, files[1:])
+        prepare(parts, config(parts, resume=True), files[1:])
 
 
 def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
@@ -69,17 +76,17 @@ def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
     finished = a_manifest(output_options=parts.options)
     write_manifest(parts.output, finished)
     with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --overwrite"):
-        prepare_output(parts.output, config(parts), parts, files)
-    assert prepare_output(parts.output, config(parts, resume=True), parts, files).finished == finished
+        prepare(parts, config(parts), files)
+    assert prepare(parts, config(parts, resume=True), files).finished == finished
 
 
 def test_overwrite_clears_ours_and_foreign_files_are_never_touched(killed_run, tmp_path):
     parts, files = killed_run
-    assert prepare_output(parts.output, config(parts, overwrite=True), parts, files).committed == ()
+    assert prepare(parts, config(parts, overwrite=True), files).kept == {}
     assert list_parts(parts.output) == []
     pq.write_table(predictions(["a"]), tmp_path / "out" / "someone-elses.parquet")
     with pytest.raises(JobError, match="holds files this job did not write \\(e.g. someone-elses.parquet\\)"):
-        prepare_output(parts.output, config(parts, overwrite=True), parts, files)
+        prepare(parts, config(parts, overwrite=True), files)
     assert (tmp_path / "out" / "someone-elses.parquet").exists()
 
 
@@ -91,7 +98,7 @@ def test_resume_and_overwrite_contradict():
 def test_overwrite_clears_all_but_the_lease_this_run_holds(killed_run, tmp_path):
     parts, files = killed_run
     lease = OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"), take_over_expired=True)
-    assert prepare_output(parts.output, config(parts, overwrite=True), parts, files).committed == ()
+    assert prepare(parts, config(parts, overwrite=True), files).kept == {}
     assert [p.name for p in (tmp_path / "out").rglob("*") if p.is_file()] == [LEASE_NAME]
     lease.check()  # still held: --overwrite cleared the output, not the lease
 
@@ -100,4 +107,15 @@ def test_an_output_holding_only_this_runs_lease_is_empty(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=5)
     parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
     OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"))
-    assert prepare_output(parts.output, config(parts), parts, files) == OutputState()  # not a partial output
+    assert prepare(parts, config(parts), files) == OutputState()  # not a partial output
+
+
+def test_resume_refuses_parts_made_under_another_decode_mode_or_recipe(killed_run):
+    """Pixels differ by who decoded them (resampling rounding), so the mode is a part option."""
+    parts, files = killed_run
+    on_gpu, _ = job_parts(parts.input_root, parts.output.path, decode="gpu")
+    with pytest.raises(JobError, match="other options \\(decode; e.g. decode='cpu', now 'gpu'\\)"):
+        prepare(on_gpu, config(parts, resume=True, decode="gpu"), files)
+    other_recipe = dataclasses.replace(parts, options={**parts.options, "recipe": {**parts.options["recipe"], "resize": 256}})
+    with pytest.raises(JobError, match="other options \\(recipe; "):
+        prepare(other_recipe, config(parts, resume=True), files)

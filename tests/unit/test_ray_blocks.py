@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from job.stages import PixelBatch, SplitBatch
 from preprocess.routed import RoutedBatch
-from runners.ray_blocks import batch_of, block_of
+from runners.ray.blocks import batch_of, block_of
 
 CROP = 224
 
@@ -24,11 +24,11 @@ def pixel_batch(file: int) -> PixelBatch:
 def test_pixel_blocks_joined_and_sliced_give_back_the_rows_without_errors():
     first, second = pixel_batch(0), pixel_batch(1)
     joined = pa.concat_tables([block_of(first), block_of(second)])
-    back = batch_of(joined)
+    back = batch_of(joined, CROP)
     assert isinstance(back, PixelBatch) and back.errors == first.errors + second.errors
     assert np.array_equal(back.pixels, np.concatenate([first.pixels, second.pixels]))
     assert back.files.tolist() == [0, 0, 0, 1, 1, 1] and back.rows.tolist() == [0, 1, 2, 0, 1, 2]
-    tail = batch_of(joined.slice(4, 2))  # as Ray cuts a model batch out of a block
+    tail = batch_of(joined.slice(4, 2), CROP)  # as Ray cuts a model batch out of a block
     assert tail.errors == ["bad", None] and np.array_equal(tail.pixels, second.pixels[1:])
 
 
@@ -36,7 +36,7 @@ def test_a_batch_with_encoded_rows_comes_back_split_in_row_order():
     routed = RoutedBatch(["x", None, None], [0, 1], np.concatenate([np.zeros((1, CROP, CROP, 3), np.uint8), pixels(1, 2)]),
                          [2], [b"jpeg-bytes"])
     split = SplitBatch(["p", "q", "r"], routed, np.zeros(3, np.int32), np.arange(3))
-    back = batch_of(pa.concat_tables([block_of(pixel_batch(5)), block_of(split)]))
+    back = batch_of(pa.concat_tables([block_of(pixel_batch(5)), block_of(split)]), CROP)
     assert isinstance(back, SplitBatch) and back.routed.errors == [None, "bad", None, "x", None, None]
     assert back.routed.cpu_rows == [0, 2, 4] and back.routed.device_rows == [5] and back.routed.encoded == [b"jpeg-bytes"]
     assert np.array_equal(back.routed.pixels[2], routed.pixels[1])  # the error row's zeros did not travel
@@ -44,5 +44,5 @@ def test_a_batch_with_encoded_rows_comes_back_split_in_row_order():
 
 def test_an_all_error_block_has_no_pixels():
     batch = PixelBatch(["a"], np.empty((0, CROP, CROP, 3), np.uint8), ["bad"], np.zeros(1, np.int32), np.arange(1))
-    back = batch_of(block_of(batch))
+    back = batch_of(block_of(batch), CROP)
     assert back.errors == ["bad"] and back.pixels.shape == (0, CROP, CROP, 3)

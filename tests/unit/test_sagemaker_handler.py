@@ -14,6 +14,7 @@ from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker.serving import codecs, handler
 from job.stages import Classify, Preprocess
 from tests.common.datasets import BAD_REASONS, mixed_rows
+from tests.common.plans import cpu_execution
 from tests.common.sagemaker import packaged_model_dir, shard_body
 
 
@@ -32,8 +33,8 @@ def test_round_trip_matches_the_shared_stages(model):
     assert got.column("id").to_pylist() == [i for i, _ in rows]
     # The same rows through Preprocess/Classify as Ray calls them: the handler adds nothing.
     config = JobConfig(input=None, output=None, weights="random", topk=3, decode="cpu")
-    pixels = Preprocess(config)([i for i, _ in rows], pa.table({"image": pa.array([d for _, d in rows], pa.binary())}))
-    expected = Classify(config)(pixels).to_pylist()
+    pixels = Preprocess(config, cpu_execution(config))([i for i, _ in rows], pa.table({"image": pa.array([d for _, d in rows], pa.binary())}))
+    expected = Classify(config, cpu_execution(config))(pixels).to_pylist()
     for mine, theirs in zip(got.to_pylist(), expected):
         assert mine["topk_labels"] == theirs["topk_labels"] and mine["error"] == theirs["error"]
         if theirs["topk_scores"] is not None:

@@ -12,6 +12,9 @@ from importlib.metadata import version
 
 from job.config import JobConfig
 from runners.sagemaker import container, package
+from runners.sagemaker.imports import modules_imported_by
+from runners.sagemaker.serving import handler
+from tests.common.plans import cpu_execution
 from tests.common.sagemaker import image_wheelhouse
 
 RANDOM = JobConfig(input=None, output=None, weights="random", topk=3)
@@ -27,9 +30,13 @@ print(model.config.topk, model.config.weights)
 
 
 def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
-    tar = package.build_model_tar(RANDOM, str(tmp_path))
+    tar = package.build_model_tar(RANDOM, cpu_execution(RANDOM), str(tmp_path))
     names = tarfile.open(tar).getnames()
-    assert {"serving.json", "code/handler.py", "code/job/stages.py", "code/job/driver.py"} <= set(names)
+    assert {"serving.json", "code/handler.py", "code/job/stages.py", "code/job/execution.py"} <= set(names)
+    # What the handler imports, and nothing else: no engine, no driver, no SageMaker SDK code.
+    assert {n for n in names if n.startswith("code/") and n.endswith(".py")} == \
+        {"code/handler.py", *(f"code/{name}" for _, name in modules_imported_by(handler.__file__))}
+    assert not [n for n in names if n.startswith(("code/runners/ray", "code/runners/spark", "code/job/driver"))]
     assert "code/inference.py" not in names and "model.pth" not in names and not any("__pycache__" in n for n in names)
     assert "code/requirements.txt" not in names, "--local runs here: nothing to install"
     model = package.unpack(tar, str(tmp_path / "model"))
@@ -42,13 +49,13 @@ def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
 
 
 def test_the_program_the_container_runs_is_shipped(tmp_path):
-    names = tarfile.open(package.build_model_tar(RANDOM, str(tmp_path))).getnames()
+    names = tarfile.open(package.build_model_tar(RANDOM, cpu_execution(RANDOM), str(tmp_path))).getnames()
     assert f"code/{container.environment()['SAGEMAKER_PROGRAM']}" in names
 
 
 def test_aws_archive_installs_its_requirements_with_no_index(tmp_path):
     wheels = sorted(image_wheelhouse(tmp_path / "wheels").glob("*.whl"))
-    tar = package.build_model_tar(RANDOM, str(tmp_path), wheels)
+    tar = package.build_model_tar(RANDOM, cpu_execution(RANDOM), str(tmp_path), wheels)
     model = package.unpack(tar, str(tmp_path / "model"))
     assert os.listdir(f"{model}/code/wheels") == [wheels[0].name]
     # The toolkit runs `pip install -r code/requirements.txt` at start-up; here the same for the
@@ -66,11 +73,11 @@ def test_user_weights_travel_as_a_state_dict(tmp_path):
     import torch
 
     from inference import load_model
-    from runners.sagemaker.serving import handler
 
     weights = tmp_path / "weights.pth"
     torch.save(load_model("random").module.state_dict(), weights)
-    tar = package.build_model_tar(JobConfig(input=None, output=None, weights=str(weights)), str(tmp_path))
+    config = JobConfig(input=None, output=None, weights=str(weights))
+    tar = package.build_model_tar(config, cpu_execution(config), str(tmp_path))
     model = handler.model_fn(package.unpack(tar, str(tmp_path / "model")))
     assert model.config.weights == f"{tmp_path}/model/model.pth"
     reference = load_model("random").module.state_dict()

@@ -4,7 +4,9 @@ Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``in
 ``storage`` and ``runners`` packages, so the container runs exactly the code Ray and Spark
 run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.rows``.
 The PyTorch container's default ``model_fn`` loads only TorchScript; ours loads the state
-dict ``model.pth`` from the model dir, or random weights when ``serving.json`` says so.
+dict ``model.pth`` from the model dir, or random weights when ``serving.json`` says so, and
+runs the driver's plan for the job (``job.execution.Execution``) that ``serving.json`` carries:
+the container decides nothing the driver already decided.
 
 A request is one Parquet shard with an ``id`` column and the image column (see
 ``runners.sagemaker.shard``); the response is Parquet in ``job.rows.OUTPUT_SCHEMA``.
@@ -20,12 +22,12 @@ import pyarrow as pa
 
 from job.config import JobConfig
 from job.errors import JobError
+from job.execution import Execution
 from job.rows import OUTPUT_SCHEMA
-from runners.sagemaker.serving import codecs
-from job.config import default_batch_size
 from job.stages import Classify, Preprocess
+from runners.sagemaker.serving import codecs
 
-SERVING_CONFIG = "serving.json"  # job options the handler needs, written by package.py
+SERVING_CONFIG = "serving.json"  # {"config": the job options it needs, "weights", "execution": the plan}; package.py writes it
 WEIGHTS_FILE = "model.pth"  # state dict; absent when serving.json says weights "random"
 ID_COLUMN = "id"  # shards always carry their ids in this column
 
@@ -33,25 +35,22 @@ ID_COLUMN = "id"  # shards always carry their ids in this column
 @dataclass
 class ServingModel:
     config: JobConfig
+    execution: Execution
     preprocess: Preprocess
     classify: Classify
-    batch_rows: int  # images per model call
 
 
 def model_fn(model_dir: str) -> ServingModel:
     """Load the model once per worker from the unpacked model.tar.gz."""
     with open(os.path.join(model_dir, SERVING_CONFIG)) as f:
-        options = json.load(f)
-    weights = options.pop("weights")
-    if weights != "random":
-        weights = os.path.join(model_dir, WEIGHTS_FILE)
+        serving = json.load(f)
+    options = serving["config"]
+    weights = serving["weights"] if serving["weights"] == "random" else os.path.join(model_dir, WEIGHTS_FILE)
     raw_shape = options.pop("raw_shape", None)
-    # The handler decodes on the instance's CPUs, request by request.
-    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN, decode="cpu",
+    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN,
                        raw_shape=tuple(raw_shape) if raw_shape else None, **options)
-    classify = Classify(config)
-    batch_rows = default_batch_size(config, classify.predictor.device.type == "cuda")
-    return ServingModel(config, Preprocess(config), classify, batch_rows)
+    execution = Execution.from_dict(serving["execution"])
+    return ServingModel(config, execution, Preprocess(config, execution), Classify(config, execution))
 
 
 def input_fn(body: bytes, content_type: str) -> pa.Table:
@@ -60,12 +59,12 @@ def input_fn(body: bytes, content_type: str) -> pa.Table:
 
 
 def predict_fn(data: pa.Table, model: ServingModel) -> pa.Table:
-    """One output row per input row, in input order, ``batch_rows`` images per model call."""
+    """One output row per input row, in input order, the plan's batch size per model call."""
     for column in (ID_COLUMN, model.config.image_column):
         if column not in data.schema.names:
             raise codecs.UndecodableInputError(f"request has no {column!r} column (columns: {', '.join(data.schema.names)})")
     parts = [OUTPUT_SCHEMA.empty_table()]
-    for batch in data.to_batches(max_chunksize=model.batch_rows):
+    for batch in data.to_batches(max_chunksize=model.execution.batch_size):
         ids = batch.column(ID_COLUMN).cast(pa.string()).to_pylist()
         try:
             pixels = model.preprocess(ids, batch)

@@ -15,11 +15,9 @@ import pyarrow as pa
 
 from job.parts import FILE, ROW, with_position
 from job.stages import Batch, PixelBatch, SplitBatch
-from preprocess.recipe import IMAGENET_RECIPE
 from preprocess.routed import RoutedBatch
 
 PIXELS, ENCODED = "pixels", "image"
-IMAGE_BYTES = IMAGENET_RECIPE.crop * IMAGENET_RECIPE.crop * 3  # one decoded row: crop x crop x 3 uint8
 
 
 def block_of(batch: Batch) -> pa.Table:
@@ -39,12 +37,12 @@ def block_of(batch: Batch) -> pa.Table:
     return with_position(table, batch.files, batch.rows)
 
 
-def batch_of(table: pa.Table) -> Batch:
-    """The typed batch back from a (possibly joined) block: a ``SplitBatch`` when any row is still encoded."""
+def batch_of(table: pa.Table, crop: int) -> Batch:
+    """The typed batch back from a (possibly joined) block of ``crop`` x ``crop`` pixels: a ``SplitBatch`` when any row is still encoded."""
     ids, errors = table.column("id").to_pylist(), table.column("error").to_pylist()
     files, rows = table.column(FILE).to_numpy(), table.column(ROW).to_numpy()
     pixels_column = table.column(PIXELS).combine_chunks()
-    pixels = _pixels_of(pixels_column)
+    pixels = _pixels_of(pixels_column, crop)
     encoded = table.column(ENCODED)
     if encoded.null_count == len(encoded):
         return PixelBatch(ids, pixels, errors, files, rows)
@@ -58,7 +56,7 @@ def batch_of(table: pa.Table) -> Batch:
 def _pixels_column(rows: int, decoded: list[int], pixels: np.ndarray) -> pa.Array:
     """A binary column with ``pixels[k]`` at row ``decoded[k]`` and nulls elsewhere, built from one buffer."""
     sizes = np.zeros(rows, np.int32)
-    sizes[decoded] = IMAGE_BYTES
+    sizes[decoded] = pixels[0].nbytes if len(pixels) else 0  # one decoded row: crop x crop x 3 uint8
     offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int32)]).astype(np.int32)
     valid = np.zeros(rows, bool)
     valid[decoded] = True
@@ -67,14 +65,14 @@ def _pixels_column(rows: int, decoded: list[int], pixels: np.ndarray) -> pa.Arra
     return pa.Array.from_buffers(pa.binary(), rows, [mask, pa.py_buffer(offsets), data], null_count=rows - len(decoded))
 
 
-def _pixels_of(column: pa.Array) -> np.ndarray:
+def _pixels_of(column: pa.Array, crop: int) -> np.ndarray:
     """(K, crop, crop, 3) uint8 view of the non-null cells of a ``_pixels_column`` (after joins too)."""
     if len(column) == 0 or column.null_count == len(column):
-        return np.empty((0, IMAGENET_RECIPE.crop, IMAGENET_RECIPE.crop, 3), np.uint8)
+        return np.empty((0, crop, crop, 3), np.uint8)
     _, offsets_buffer, data_buffer = column.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int32)[column.offset : column.offset + len(column) + 1]
     data = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]]
-    return data.reshape(-1, IMAGENET_RECIPE.crop, IMAGENET_RECIPE.crop, 3)
+    return data.reshape(-1, crop, crop, 3)
 
 
 def _binary_at(rows: int, at: list[int], cells: list[bytes]) -> pa.Array:

@@ -1,6 +1,7 @@
 """The executor side of the Spark job: functions Spark ships to its Python workers.
 
-Use it through ``runners.spark_job``; nothing here starts or configures Spark.
+Use it through ``runners.spark_job``; nothing here starts or configures Spark. Every function
+gets the run's ``Job`` (``job.driver``): its config, its decided ``Execution`` and the files to run.
 
 - ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of planned
   file indices. It reads each file with pyarrow, preprocesses, classifies with a model
@@ -19,6 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,11 +29,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from job.config import JobConfig
-from job.parts import FILE, ROW, PartCollector, Parts
-from job.plan import InputPlan
+from job.driver import Job
+from job.execution import Execution
+from job.feedback import IdleMeter, LatestFeedback
+from job.parts import FILE, ROW, PartCollector
 from job.rows import OUTPUT_SCHEMA
 from job.stages import Batch, Classify, PixelBatch, Preprocess
-from preprocess.recipe import IMAGENET_RECIPE
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
 # What each writing task reports to the driver, one row per part it committed: the job's timeline.
@@ -42,17 +45,14 @@ PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error
 PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
 
-_CLASSIFIERS: dict[tuple[JobConfig, tuple[int, ...]], Classify] = {}  # per Python worker process
+_CLASSIFIERS: dict[tuple[JobConfig, Execution, tuple[int, ...]], Classify] = {}  # per Python worker process
 
 
 @dataclass(frozen=True)
 class TaskSpec:
     """What every task needs; pickled once into the function Spark ships."""
 
-    config: JobConfig
-    plan: InputPlan  # the files to run (the driver's job.pending); rows carry indices into it
-    parts: Parts  # names and commits each input file's part
-    batch_size: int  # images per model call (and rows per read batch)
+    job: Job  # the files to run (job.pending: rows carry indices into it), how, and where parts go
     prefetch: int  # preprocessed batches read ahead in a thread; 0: none
 
 
@@ -63,24 +63,33 @@ def task_gpu_ids() -> list[int] | None:
     return [int(a) for a in gpu.addresses] if gpu and gpu.addresses else None
 
 
-def cached_classifier(config: JobConfig, images: int | None = None) -> Classify:
-    """The model for this task's GPU (or CPU), loaded once per Python worker and reused.
-
-    ``images``: the job's size, which decides whether compiling the model repays itself.
-    """
+def cached_classifier(config: JobConfig, execution: Execution) -> Classify:
+    """The model for this task's GPU (or CPU), loaded once per Python worker and reused."""
     gpus = task_gpu_ids()
-    key = (config, tuple(gpus or ()))
+    key = (config, execution, tuple(gpus or ()))
     if key not in _CLASSIFIERS:
-        _CLASSIFIERS[key] = Classify(config, gpu_ids=gpus, images=images)
+        _CLASSIFIERS[key] = Classify(config, execution, gpu_ids=gpus)
     return _CLASSIFIERS[key]
 
 
-def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch]) -> Iterator[Batch]:
-    """The partition's files as preprocessed batches of ``batch_size`` rows."""
-    preprocess = Preprocess(spec.config)
+def device_name() -> str | None:
+    """On an executor: the name of the GPU a task gets (the driver's probe for the run's plan), None without one."""
+    import torch
+
+    from inference import choose_device
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(choose_device(task_gpu_ids()))
+
+
+def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch], feedback: LatestFeedback | None = None) -> Iterator[Batch]:
+    """The partition's files as preprocessed batches of one model batch each; ``feedback``: the model's word (--decode auto)."""
+    job = spec.job
+    preprocess = Preprocess(job.config, job.execution, feedback.poll if feedback is not None else None)
     for batch in files:
         for index in batch.column(FILE).to_pylist():
-            yield from preprocess.read(spec.plan, index, spec.batch_size)
+            yield from preprocess.read(job.pending, index, job.execution.batch_size)
 
 
 def prefetched(items: Iterator, depth: int) -> Iterator:
@@ -143,7 +152,7 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    collector, device_seconds = PartCollector(spec.parts, spec.plan.files), 0.0
+    collector, device_seconds = PartCollector(spec.job.parts, spec.job.pending.files), 0.0
     for table in tables:
         device_seconds += device_seconds_of(table)
         for _, rows in collector.add(table):
@@ -161,9 +170,18 @@ class ReadAndClassify:
         self.spec = spec
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batches = prefetched(preprocessed(self.spec, files), self.spec.prefetch)  # reading starts now...
-        classify = cached_classifier(self.spec.config, self.spec.plan.rows)  # ...while the model loads (once per Python worker)
-        yield from write_parts(self.spec, (classify(batch) for batch in batches))
+        job = self.spec.job
+        # --decode auto: the decode thread and the model share this worker, so the word goes through memory.
+        feedback = LatestFeedback() if job.execution.auto_adapts else None
+        batches = prefetched(preprocessed(self.spec, files, feedback), self.spec.prefetch)  # reading starts now...
+        classify = cached_classifier(job.config, job.execution)  # ...while the model loads (once per Python worker)
+        meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
+        yield from write_parts(self.spec, (_metered(classify, batch, meter) for batch in batches))
+
+
+def _metered(classify: Classify, batch: Batch, meter: AbstractContextManager) -> pa.Table:
+    with meter:
+        return classify(batch)
 
 
 class ReadAndPreprocess:
@@ -181,16 +199,16 @@ class ReadAndPreprocess:
             yield pa.RecordBatch.from_pydict(columns, schema=PIXELS_SCHEMA)
 
 
-def series_predict(config: JobConfig) -> Callable[[pd.Series, pd.Series], pd.DataFrame]:
+def series_predict(config: JobConfig, execution: Execution) -> Callable[[pd.Series, pd.Series], pd.DataFrame]:
     """``--udf series``, stage 2: the body of a Series pandas UDF, model built on every call.
 
     This is what the reference benchmark did; it is kept to measure what that costs.
     """
 
     def predict(pixels: pd.Series, errors: pd.Series) -> pd.DataFrame:
-        classify = Classify(config, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
+        classify = Classify(config, execution, gpu_ids=task_gpu_ids())  # deliberately per batch (see above)
         errs = [None if e is None or (isinstance(e, float) and np.isnan(e)) else e for e in errors]
-        crop = IMAGENET_RECIPE.crop
+        crop = execution.recipe.crop
         ok = [np.frombuffer(cell, np.uint8).reshape(crop, crop, 3) for cell, error in zip(pixels, errs) if error is None]
         stacked = np.stack(ok) if ok else np.empty((0, crop, crop, 3), np.uint8)  # (K, crop, crop, 3): the rows without errors
         table = classify(PixelBatch([""] * len(errs), stacked, errs))

@@ -1,14 +1,17 @@
-"""The Ray side of a job: the session it runs in, and how big each actor pool is.
+"""The Ray side of a job: the session it runs in, what its predictors run on, how big each actor pool is.
 
 ``RaySession`` starts (or joins) Ray in the main thread while the driver plans the input in
-another (``job.driver.run_job``'s ``start_engine``), and shuts down only a Ray it started.
-``plan_scaling`` sizes both pools from the cluster: the predictor pool fixed (one actor per
-GPU), the preprocessing pool started at its planned size rather than ramped up from one actor.
+another (``job.driver.run_job``), says what the predictors will run on (``devices``: the
+cluster's GPUs and their type), and shuts down only a Ray it started. ``plan_scaling`` sizes
+both pools from the cluster: the predictor pool fixed (one actor per GPU), the preprocessing
+pool started at its planned size rather than ramped up from one actor.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +19,15 @@ from typing import TypeVar
 
 import ray
 
-from job.config import JobConfig, default_batch_size
 from job.errors import JobError
+from job.execution import Devices
 from storage import StorageError
 
 T = TypeVar("T")
+ACCELERATOR_TYPE = "accelerator_type:"  # Ray's resource naming each node's GPU type, e.g. accelerator_type:H100
 RESERVED_CPUS = 1  # CPUs left free for the driver, which writes the parts
+# The last line of a traceback our own user-fixable error ended, as Ray quotes it.
+_WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.MULTILINE)
 
 
 class RaySession:
@@ -33,7 +39,12 @@ class RaySession:
 
     def __enter__(self) -> RaySession:
         if not ray.is_initialized():  # a notebook or test may have started Ray already
-            ray.init(address=self.address, logging_level="WARNING")
+            try:
+                ray.init(address=self.address, logging_level="WARNING")
+            except ConnectionError as e:  # --address auto (or RAY_ADDRESS) with no cluster there
+                where = self.address or os.environ.get("RAY_ADDRESS")
+                raise JobError(f"--address {where}: no Ray cluster to join ({str(e).splitlines()[0]}); start one with "
+                               "`ray start --head`, or drop --address (and RAY_ADDRESS) to run on a local Ray") from e
             self.owned = True
         return self
 
@@ -41,18 +52,36 @@ class RaySession:
         if self.owned:
             ray.shutdown()
 
+    def devices(self) -> Devices:
+        """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        if not gpus:
+            return Devices("cpu")
+        kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
+        # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
+        return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
+
     @staticmethod
     def unwrap_errors(run: Callable[[], T]) -> T:
         """``run()``, with a worker's user-fixable error re-raised as itself, one line.
 
         Ray re-raises a task's exception as a ``RayTaskError`` subclassing its class, whose text
         is the worker's traceback; ``cause`` is the original, to which Ray Data appends retry hints.
+        An actor whose constructor raised (a predictor planned on a GPU where CUDA is not usable)
+        comes back as an ``ActorDiedError`` holding only the traceback's text: its last line is ours.
         """
         try:
             return run()
         except ray.exceptions.RayTaskError as e:
             if isinstance(e.cause, (StorageError, JobError)):
                 raise type(e.cause)(str(e.cause).splitlines()[0]) from e
+            raise
+        except ray.exceptions.ActorDiedError as e:
+            found = _WORKER_ERROR.findall(str(e))
+            if found:
+                kind, text = found[-1]
+                raise {"JobError": JobError, "StorageError": StorageError}[kind](text) from e
             raise
 
 
@@ -89,7 +118,7 @@ class Scaling:
         return dataclasses.asdict(self)
 
 
-def plan_scaling(config: JobConfig, gpu_actors: int | None, cpu_actors: int | None, files: int) -> Scaling:
+def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int) -> Scaling:
     """Size both actor pools from the cluster (or the options) and the number of input files."""
     resources, available = ray.cluster_resources(), ray.available_resources()
     gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
@@ -100,4 +129,4 @@ def plan_scaling(config: JobConfig, gpu_actors: int | None, cpu_actors: int | No
     initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
     if gpus == 0:
         print(f"no GPU in the Ray cluster: the predictor runs on CPU ({classify} actor)", file=sys.stderr)
-    return Scaling(gpus, classify, preprocess, initial, default_batch_size(config, gpus > 0))
+    return Scaling(gpus, classify, preprocess, initial, batch_size)
