@@ -66,7 +66,7 @@ def transform_local(job: PreparedJob, options: SageMakerOptions, tar_path: str, 
         try:
             print(f"sagemaker --local: serving on {serving.url}, {len(shards)} shards", file=sys.stderr)
             transform = local_transform.Transform(serving.url, child(staging, "input"), child(staging, "output"),
-                                                  options.max_concurrent_transforms)
+                                                  options.max_concurrent_transforms, options.max_payload_mb)
             return local_transform.run_transform(transform, shards)
         finally:
             serving.shutdown()

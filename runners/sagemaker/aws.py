@@ -49,9 +49,10 @@ def sagemaker_session(region: str | None):
 
 
 def create_model(session, request: TransformRequest, options: SageMakerOptions, image: str) -> None:
-    """The run's model: our archive in the PyTorch image, with no network (it needs none)."""
-    definition = {"Image": image, "ModelDataUrl": request.model_data_url,
-                  "Environment": {**container.environment(), "SAGEMAKER_REGION": session.boto_region_name}}
+    """The run's model: our archive in the PyTorch image, with no network (it needs none), and
+    TorchServe's request limit raised to the job's MaxPayloadInMB."""
+    environment = {**container.environment(options.max_payload_mb), "SAGEMAKER_REGION": session.boto_region_name}
+    definition = {"Image": image, "ModelDataUrl": request.model_data_url, "Environment": environment}
     _call("CreateModel", lambda: session.create_model(request.name, role=options.role, container_defs=definition,
                                                       enable_network_isolation=True))
 

@@ -116,7 +116,9 @@ def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch, tmp_path
     [model] = sent["CreateModel"]
     assert model["ModelName"] == job["ModelName"] and model["EnableNetworkIsolation"] is True
     assert model["PrimaryContainer"]["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.6.0-gpu-py312"
-    assert model["PrimaryContainer"]["Environment"] == {**container.environment(), "SAGEMAKER_REGION": "us-east-1"}
+    environment = model["PrimaryContainer"]["Environment"]
+    assert environment == {**container.environment(4), "SAGEMAKER_REGION": "us-east-1"}
+    assert environment["TS_MAX_REQUEST_SIZE"] == str(4 * 1024 * 1024), "TorchServe accepts every shard the job sends"
     assert model["PrimaryContainer"]["ModelDataUrl"] == staging + "model.tar.gz" and model["ExecutionRoleArn"] == ROLE
     assert sent["DeleteModel"] == [{"ModelName": job["ModelName"]}]
     assert client.list_models()["Models"] == [], "the per-run model is deleted after the job"
