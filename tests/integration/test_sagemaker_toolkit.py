@@ -7,18 +7,26 @@ a Parquet request, no Accept / ``*/*``, bad bodies, the import path. Its answers
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import os
+import shutil
+import subprocess
 import sys
+import types
+from importlib.metadata import version
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from job.config import JobConfig
 from job.rows import OUTPUT_SCHEMA
-from runners.sagemaker import container
+from runners.sagemaker import container, package
 from runners.sagemaker.serving.codecs import PARQUET
 from runners.sagemaker.toolkit import Toolkit
 from tests.common.datasets import mixed_rows
-from tests.common.sagemaker import packaged_model_dir, shard_body
+from tests.common.sagemaker import image_wheelhouse, packaged_model_dir, shard_body
 
 ROWS = mixed_rows(good=2)
 
@@ -112,3 +120,59 @@ def test_a_program_without_model_fn_falls_back_to_the_torchscript_loader(model_d
     env = {**ENV, "SAGEMAKER_PROGRAM": "inference.py"}
     with pytest.raises(ValueError, match=r"Exactly one \.pth or \.pt file"):
         Toolkit(model_dir, env)
+
+
+def image_python() -> str:
+    """A CPython of the serving image's version (3.12), to run the toolkit's pip install with."""
+    wanted = container.PYTHON_VERSION
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [os.environ.get("SAGEMAKER_IMAGE_PYTHON"), shutil.which(f"python{wanted}"),
+                  *sorted(str(p) for p in pyenv.glob(f"versions/{wanted}.*/bin/python{wanted}"))]
+    for candidate in filter(None, candidates):
+        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == wanted:  # a pyenv shim without that version fails
+            return candidate
+    pytest.skip(f"no CPython {wanted} here (the serving image's): `pyenv install {wanted}`, or set SAGEMAKER_IMAGE_PYTHON")
+
+
+def toolkit_start_up_module(monkeypatch):
+    """sagemaker_inference.model_server, whose _install_requirements the container runs at start-up.
+
+    It imports pkg_resources for file paths at import time; setuptools 81+ no longer ships
+    it (the image's older setuptools does), so where it is missing a stand-in answers those
+    path look-ups. The install step itself is the toolkit's own code.
+    """
+    try:
+        import pkg_resources  # noqa: F401
+    except ImportError:
+        def resource_filename(package: str, name: str) -> str:
+            return os.path.join(os.path.dirname(importlib.util.find_spec(package).origin), name.lstrip("/"))
+
+        monkeypatch.setitem(sys.modules, "pkg_resources", types.SimpleNamespace(resource_filename=resource_filename))
+    from sagemaker_inference import model_server
+
+    return model_server
+
+
+def test_the_toolkit_installs_the_archives_requirements_offline(tmp_path, monkeypatch):
+    # The AWS archive (its pyarrow wheel built for the image's CPython 3.12), unpacked as the
+    # container does; then the toolkit's own start-up step, model_server._install_requirements
+    # (`python -m pip install -r code/requirements.txt`), run by a CPython 3.12 in a fresh
+    # environment, with no pip configuration and no index to reach: as under network isolation.
+    model_server = toolkit_start_up_module(monkeypatch)
+    wheels = sorted(image_wheelhouse(tmp_path / "wheels").glob("*.whl"))
+    tar = package.build_model_tar(JobConfig(input=None, output=None, weights="random"), str(tmp_path), wheels)
+    model = package.unpack(tar, str(tmp_path / "model"))
+    venv = tmp_path / "image-python"
+    subprocess.run([image_python(), "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    for name in [n for n in os.environ if n.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens there
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python"))
+    monkeypatch.setattr(model_server, "REQUIREMENTS_PATH", f"{model}/code/requirements.txt")
+    model_server._install_requirements()
+    installed = subprocess.run([str(venv / "bin" / "python"), "-c", "from importlib.metadata import version; print(version('pyarrow'))"],
+                               capture_output=True, text=True, check=True)
+    assert installed.stdout.strip() == version("pyarrow")
