@@ -85,7 +85,7 @@ def transform_aws(job: PreparedJob, options: SageMakerOptions, tar_path: str, st
     session, image = aws_target(options)
     model = resolve(options.model_s3_uri, job.config.s3_endpoint_url) if options.model_s3_uri else child(staging, "model.tar.gz")
     request = aws.TransformRequest(
-        name=f"sbi-{job.run_id}"[:63],
+        name=aws.job_name(job.run_id),
         model_data_url=package.upload(tar_path, model),
         input_uri=child(staging, "input").uri + "/",
         output_uri=child(staging, "output").uri + "/",

@@ -13,9 +13,9 @@ from packaging.specifiers import SpecifierSet
 from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, parse_hcl_dir, runner_args, tf_default
 
 TF_FILES = sorted(TERRAFORM.rglob("*.tf"))
-DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket")
+DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket", "staging_bucket")
 # Policy documents attached to the job roles (the bucket policies are resource policies).
-ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker")
+ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker", "sagemaker_runner")
 
 
 @pytest.mark.parametrize("path", TF_FILES, ids=lambda p: str(p.relative_to(TERRAFORM)))
@@ -131,8 +131,8 @@ def statements(tf, policy: str) -> list[dict]:
 
 def test_iam_resources_are_project_buckets_or_scoped_arns(tf):
     allowed = re.compile(
-        r"^\$\{(module\.(input|output|model)_bucket\.arn|aws_kms_key\.data\.arn|aws_iam_role\.nodes\.arn)\}"
-        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm):\$\{local\.region\}:")
+        r"^\$\{(module\.(input|output|model|staging)_bucket\.arn|aws_kms_key\.data\.arn|aws_iam_role\.(nodes|sagemaker)\.arn)\}"
+        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm|sagemaker):\$\{local\.region\}:")
     for policy in ROLE_POLICIES:
         for st in statements(tf, policy):
             for resource in st["resources"]:
@@ -145,18 +145,21 @@ def test_iam_resources_are_project_buckets_or_scoped_arns(tf):
                     assert allowed.match(resource), f"{policy}/{st['sid']}: unscoped resource {resource}"
 
 
-def test_only_the_output_bucket_is_writable(tf):
+def test_only_the_output_and_staging_buckets_are_writable(tf):
+    # The job roles write the output bucket; SageMaker's two only the runs' staging prefixes.
     writes = {"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
     for policy in ROLE_POLICIES:
         for st in statements(tf, policy):
             if writes & set(st["actions"]):
-                assert st["resources"] == ["${module.output_bucket.arn}/*"], f"{policy}/{st['sid']}"
+                wanted = "${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/" if policy.startswith("sagemaker") \
+                    else "${module.output_bucket.arn}/"
+                assert all(r.startswith(wanted) for r in st["resources"]), f"{policy}/{st['sid']}: {st['resources']}"
 
 
-def test_sagemaker_reads_only_the_model_archive_from_the_model_bucket(tf):
-    model_reads = [r for st in statements(tf, "sagemaker") for r in st["resources"]
-                   if "model_bucket" in r]
-    assert model_reads == ["${module.model_bucket.arn}/model.tar.gz"]
+def test_sagemaker_policies_reach_no_data_bucket(tf):
+    for policy in ("sagemaker", "sagemaker_runner"):
+        touched = [r for st in statements(tf, policy) for r in st["resources"] if re.search(r"(input|output|model)_bucket", r)]
+        assert not touched, f"{policy}: {touched} (the runner's driver reaches them through job_data)"
 
 
 def test_ray_head_manages_only_its_own_cluster(tf):
@@ -168,15 +171,13 @@ def test_ray_head_manages_only_its_own_cluster(tf):
     assert by_sid["GiveWorkersTheNodesRole"]["resources"] == ["${aws_iam_role.nodes.arn}"]
 
 
-def test_sagemaker_model_uses_the_regional_pytorch_image_and_model_bucket(tf):
+def test_sagemaker_role_pulls_only_the_regional_pytorch_image(tf):
     image = tf["data"]["aws_sagemaker_prebuilt_ecr_image"]["pytorch_inference"]
     assert image["repository_name"] == "pytorch-inference"
     assert "-gpu-" in tf_default(tf, "sagemaker_pytorch_image_tag")
-    model = tf["resource"]["aws_sagemaker_model"]["resnet50"]
-    assert model["execution_role_arn"] == "${aws_iam_role.sagemaker.arn}"
-    assert model["primary_container"]["model_data_url"] == "${local.model_data}"
-    assert tf["locals"]["model_data"] == "s3://${module.model_bucket.id}/model.tar.gz"
-    assert model["enable_network_isolation"] is True
+    pull = next(st for st in statements(tf, "sagemaker") if st["sid"] == "PullPytorchInferenceImage")
+    assert pull["resources"] == ["arn:${local.partition}:ecr:${local.region}:"
+                                 "${data.aws_sagemaker_prebuilt_ecr_image.pytorch_inference.registry_id}:repository/pytorch-inference"]
 
 
 def test_databricks_job_runs_spark_job_nightly_on_gpus(tf):
