@@ -62,7 +62,7 @@ def transform_local(job: Job, options: SageMakerOptions, tar_path: str, shards: 
         try:
             print(f"sagemaker --local: serving on {serving.url}, {len(shards)} shards", file=sys.stderr)
             transform = local_transform.Transform(serving.url, child(staging, "input"), child(staging, "output"),
-                                                  options.max_concurrent_transforms)
+                                                  options.max_concurrent_transforms, options.max_payload_mb)
             return local_transform.run_transform(transform, shards)
         finally:
             serving.shutdown()
@@ -81,7 +81,7 @@ def transform_aws(job: Job, options: SageMakerOptions, tar_path: str, staging: L
     session, image = aws_target(options)
     model = resolve(options.model_s3_uri, job.config.s3_endpoint_url) if options.model_s3_uri else child(staging, "model.tar.gz")
     request = aws.TransformRequest(
-        name=f"sbi-{job.run_id}"[:63],
+        name=aws.job_name(job.run_id),
         model_data_url=package.upload(tar_path, model),
         input_uri=child(staging, "input").uri + "/",
         output_uri=child(staging, "output").uri + "/",

@@ -1,5 +1,6 @@
 # The three data buckets the jobs use and the bucket their access logs go to. Each one is the
-# module in modules/s3_bucket: encrypted, public access blocked, versioned, TLS-only.
+# module in modules/s3_bucket: encrypted, public access blocked, versioned, TLS-only. (The
+# SageMaker staging bucket, unversioned, is in sagemaker.tf.)
 
 module "input_bucket" {
   source                             = "./modules/s3_bucket"
@@ -71,5 +72,4 @@ locals {
   input_uri     = "s3://${module.input_bucket.id}/${var.input_prefix}"
   output_prefix = "s3://${module.output_bucket.id}/${var.output_prefix}"
   weights_uri   = "s3://${module.model_bucket.id}/${var.weights_key}"
-  model_data    = "s3://${module.model_bucket.id}/model.tar.gz"
 }

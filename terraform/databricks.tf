@@ -54,6 +54,10 @@ resource "databricks_job" "nightly_spark" {
       node_type_id        = var.databricks_gpu_node_type
       driver_node_type_id = var.databricks_gpu_node_type
       num_workers         = var.databricks_num_workers
+      # Dedicated (single user) access mode: the runner uses spark.sparkContext (parallelize,
+      # defaultParallelism), which Standard (shared) access mode refuses. Databricks assigns
+      # the job cluster to the identity the job runs as.
+      data_security_mode = "SINGLE_USER"
 
       aws_attributes {
         instance_profile_arn = databricks_instance_profile.nodes[0].id

@@ -1,10 +1,13 @@
-# The SageMaker execution role: what a Batch Transform job of the ResNet50 model may touch.
-# Model archive and input in, predictions out, the DLC image pulled, logs and metrics written.
-# `python -m runners.sagemaker_job` stages its shards and model.tar.gz under
-# <output>/_staging/sagemaker-<run id>/ in the output bucket and has the job read them there
-# and write its .out objects beside them: so the role lists the output bucket, reads staging
-# objects, and writes (tests/deploy checks the runner's own prefixes against this policy).
-
+# The SageMaker execution role: what a Batch Transform job of `python -m runners.sagemaker_job`
+# may touch, and nothing else. The runner stages each run in the staging bucket
+# (sagemaker.tf): shards under sagemaker-<run id>/input/, model.tar.gz beside them; the job
+# reads those and writes its .out objects under sagemaker-<run id>/output/. The role reads no
+# input, weights or output bucket and writes nowhere else: committed parts, _SUCCESS.json and
+# _lease.json are out of its reach (tests/deploy evaluates this policy against every object).
+#
+# The machine that runs the runner needs the other policy here, sagemaker_runner (plus
+# job_data, iam_nodes.tf): it stages, creates the run's model and transform job, and passes
+# this role to SageMaker.
 data "aws_iam_policy_document" "sagemaker_assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -24,35 +27,26 @@ data "aws_iam_policy_document" "sagemaker_assume" {
 
 data "aws_iam_policy_document" "sagemaker" {
   statement {
-    sid       = "ReadModelArchive"
-    actions   = ["s3:GetObject"]
-    resources = ["${module.model_bucket.arn}/model.tar.gz"]
-  }
-
-  statement {
-    # The output bucket: a transform job lists its S3Prefix input, the runner's staged shards.
-    sid       = "ListInputAndStaging"
+    # The transform job lists its S3Prefix input (a run's shards). The bucket holds nothing but
+    # the runs' staging, so listing it shows no other data.
+    sid       = "ListStaging"
     actions   = ["s3:ListBucket", "s3:GetBucketLocation"]
-    resources = [module.input_bucket.arn, module.output_bucket.arn]
+    resources = [module.staging_bucket.arn]
   }
 
   statement {
-    sid       = "ReadInput"
-    actions   = ["s3:GetObject"]
-    resources = ["${module.input_bucket.arn}/*"]
+    sid     = "ReadRunShardsAndModel"
+    actions = ["s3:GetObject"]
+    resources = [
+      "${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/input/*",
+      "${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/model.tar.gz",
+    ]
   }
 
   statement {
-    # Shards and model.tar.gz the runner staged under any <output>/_staging/ prefix.
-    sid       = "ReadRunnerStaging"
-    actions   = ["s3:GetObject"]
-    resources = ["${module.output_bucket.arn}/*_staging/*"]
-  }
-
-  statement {
-    sid       = "WriteTransformOutput"
+    sid       = "WriteRunOutput"
     actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
-    resources = ["${module.output_bucket.arn}/*"]
+    resources = ["${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/output/*"]
   }
 
   statement {
@@ -119,4 +113,60 @@ resource "aws_iam_role_policy" "sagemaker" {
   name   = "batch-transform"
   role   = aws_iam_role.sagemaker.id
   policy = data.aws_iam_policy_document.sagemaker.json
+}
+
+# What the machine running `python -m runners.sagemaker_job` needs beyond job_data (input, weights,
+# output): its run's staging, the SageMaker calls of runners/sagemaker/aws.py (API_OPERATIONS) on
+# the run's own model and transform job, and handing the execution role to SageMaker only.
+data "aws_iam_policy_document" "sagemaker_runner" {
+  statement {
+    sid       = "ListStaging"
+    actions   = ["s3:ListBucket", "s3:GetBucketLocation"]
+    resources = [module.staging_bucket.arn]
+  }
+
+  statement {
+    # DeleteObject: the runner removes its run's staging once the parts are committed.
+    sid       = "StageRuns"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+    resources = ["${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/*"]
+  }
+
+  statement {
+    sid       = "UseBucketKey"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.data.arn]
+  }
+
+  statement {
+    sid = "RunOwnModelsAndTransformJobs"
+    actions = [
+      "sagemaker:CreateModel",
+      "sagemaker:DeleteModel",
+      "sagemaker:CreateTransformJob",
+      "sagemaker:DescribeTransformJob",
+    ]
+    resources = [
+      "arn:${local.partition}:sagemaker:${local.region}:${local.account_id}:model/${local.sagemaker_run_name}",
+      "arn:${local.partition}:sagemaker:${local.region}:${local.account_id}:transform-job/${local.sagemaker_run_name}",
+    ]
+  }
+
+  statement {
+    sid       = "PassExecutionRoleToSageMaker"
+    actions   = ["iam:PassRole"]
+    resources = [aws_iam_role.sagemaker.arn]
+
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["sagemaker.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_policy" "sagemaker_runner" {
+  name        = "${var.name_prefix}-sagemaker-runner"
+  description = "Run python -m runners.sagemaker_job for ${var.name_prefix}: staging, the run's model and transform job, the execution role. Attach with job_data."
+  policy      = data.aws_iam_policy_document.sagemaker_runner.json
 }

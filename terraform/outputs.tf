@@ -16,7 +16,7 @@ output "output_bucket" {
 }
 
 output "model_bucket" {
-  description = "Bucket for the ResNet50 weights and the SageMaker model.tar.gz."
+  description = "Bucket for the ResNet50 weights (--weights s3://<this bucket>/<weights_key>)."
   value       = module.model_bucket.id
 }
 
@@ -29,11 +29,6 @@ output "job_env" {
   }
 }
 
-output "model_data_url" {
-  description = "Where the SageMaker model reads its archive: upload model.tar.gz here."
-  value       = local.model_data
-}
-
 output "kms_key_arn" {
   description = "KMS key that encrypts the data buckets (pass to SageMaker transform jobs as the output key)."
   value       = aws_kms_key.data.arn
@@ -44,9 +39,23 @@ output "sagemaker_role_arn" {
   value       = aws_iam_role.sagemaker.arn
 }
 
-output "sagemaker_model_name" {
-  description = "Name of the SageMaker model to create transform jobs from."
-  value       = aws_sagemaker_model.resnet50.name
+output "staging_bucket" {
+  description = "Bucket where python -m runners.sagemaker_job stages each run (shards, model.tar.gz, .out objects); unversioned, leftovers expire."
+  value       = module.staging_bucket.id
+}
+
+output "sagemaker_env" {
+  description = "SAGEMAKER_ROLE_ARN, SAGEMAKER_STAGING_URI and AWS_REGION for deploy/sagemaker/nightly.sh (with job_env)."
+  value = {
+    SAGEMAKER_ROLE_ARN    = aws_iam_role.sagemaker.arn
+    SAGEMAKER_STAGING_URI = local.sagemaker_staging_uri
+    AWS_REGION            = local.region
+  }
+}
+
+output "sagemaker_runner_policy_arn" {
+  description = "Managed policy for whatever runs python -m runners.sagemaker_job (the nightly's machine role or user); attach it with job_data_policy_arn."
+  value       = aws_iam_policy.sagemaker_runner.arn
 }
 
 output "job_data_policy_arn" {

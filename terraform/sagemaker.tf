@@ -1,34 +1,41 @@
-# The SageMaker model Batch Transform jobs run: the AWS PyTorch inference container of this
-# region, with the archive `python -m runners.sagemaker_job` builds (weights, code/handler.py,
-# the wheels the image lacks) from the model bucket. The container variables are the runner's
-# (runners/sagemaker/container.py); tests/deploy holds them equal.
+# SageMaker Batch Transform: the serving image the execution role may pull, and the bucket
+# where `python -m runners.sagemaker_job` stages each run.
+#
+# No SageMaker model here. The runner builds model.tar.gz per run (the job's weights, options
+# and code), uploads it to the run's staging prefix and creates a model of its own for the
+# run, which it deletes afterwards (runners/sagemaker/aws.py). A model in this configuration
+# would need an archive in S3 before it can be created (CreateModel refuses a missing one), and
+# any archive uploaded here would go stale with the next change of weights or code.
 
+# The region's AWS Deep Learning Container "pytorch-inference" image: the one the runner uses
+# (runners/sagemaker/container.py; tests/deploy holds the tags equal). Its registry account is
+# what the execution role may pull from.
 data "aws_sagemaker_prebuilt_ecr_image" "pytorch_inference" {
   repository_name = "pytorch-inference"
   image_tag       = var.sagemaker_pytorch_image_tag
 }
 
-resource "aws_sagemaker_model" "resnet50" {
-  name               = "${var.name_prefix}-resnet50"
-  execution_role_arn = aws_iam_role.sagemaker.arn
-  # The container needs no network: Batch Transform streams input and output for it, and
-  # the archive carries the wheels the image lacks (code/requirements.txt has --no-index).
-  enable_network_isolation = true
+# Each run copies its input into <staging>/sagemaker-<run id>/ as shards and deletes them when
+# it is done. In the versioned output bucket every deleted copy would stay as a noncurrent
+# version for noncurrent_version_expiration_days: about that many nights of input. This bucket
+# keeps no versions, and expires whatever a killed run left behind.
+module "staging_bucket" {
+  #checkov:skip=CKV_AWS_21:Staging holds per-run copies the runner deletes; versions would keep every deleted copy of the input.
+  source                             = "./modules/s3_bucket"
+  name                               = "${var.name_prefix}-staging-${local.account_id}"
+  kms_key_arn                        = aws_kms_key.data.arn
+  access_log_bucket                  = module.logs_bucket.id
+  versioned                          = false
+  expiration_days                    = var.staging_expiration_days
+  abort_incomplete_multipart_days    = var.abort_incomplete_multipart_days
+  noncurrent_version_expiration_days = 1
+}
 
-  primary_container {
-    image          = data.aws_sagemaker_prebuilt_ecr_image.pytorch_inference.registry_path
-    model_data_url = local.model_data
-
-    environment = {
-      # code/handler.py defines model_fn ... output_fn. Not inference.py: that module name
-      # is our `inference` package, and the toolkit would fall back to its TorchScript loader.
-      SAGEMAKER_PROGRAM          = "handler.py"
-      SAGEMAKER_SUBMIT_DIRECTORY = "/opt/ml/model/code"
-      # A request without Accept (or */*) gets this instead of the toolkit's application/json.
-      SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT = "application/x-parquet"
-    }
-  }
-
-  # The role's policy must exist before SageMaker checks it can read model.tar.gz.
-  depends_on = [aws_iam_role_policy.sagemaker]
+locals {
+  # --staging-s3-uri of the scheduled SageMaker run (deploy/sagemaker/nightly.sh).
+  sagemaker_staging_uri = "s3://${module.staging_bucket.id}/"
+  # The runner stages each run under <staging>/sagemaker-<run id>/ (runners/sagemaker_job.py:
+  # staging_location) and names the run's model and transform job sbi-<run id> (aws.job_name).
+  sagemaker_run_prefix = "sagemaker-*"
+  sagemaker_run_name   = "sbi-*"
 }

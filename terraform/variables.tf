@@ -1,7 +1,7 @@
 # Inputs. Every default is a working choice; override in a *.tfvars file (see example.tfvars).
 
 variable "region" {
-  description = "AWS region for the buckets, roles and SageMaker model. Run the jobs in the same region to avoid cross-region transfer charges."
+  description = "AWS region for the buckets and roles. Run the jobs (and SageMaker's transform jobs) in the same region to avoid cross-region transfer charges."
   type        = string
   default     = "us-west-2"
 }
@@ -35,6 +35,12 @@ variable "noncurrent_version_expiration_days" {
   default     = 30
 }
 
+variable "staging_expiration_days" {
+  description = "Days after which objects in the SageMaker staging bucket expire. A finished run deletes its own staging; this removes what a killed run left behind. Keep it longer than a run."
+  type        = number
+  default     = 7
+}
+
 variable "access_log_expiration_days" {
   description = "Days S3 server access logs are kept in the logs bucket."
   type        = number
@@ -60,7 +66,7 @@ variable "weights_key" {
 }
 
 variable "sagemaker_pytorch_image_tag" {
-  description = "Tag of the AWS Deep Learning Container 'pytorch-inference' image for the SageMaker model (torch 2.6, Python 3.12: the image the runner uses and builds its wheels for, runners/sagemaker/container.py); the registry account for the region is looked up by the provider. Use a -gpu- tag for GPU transform instances."
+  description = "Tag of the AWS Deep Learning Container 'pytorch-inference' image the runner's SageMaker models use (torch 2.6, Python 3.12: runners/sagemaker/container.py, which builds the archive's wheels for it); the execution role may pull it from the registry account the provider looks up for the region. Use a -gpu- tag for GPU transform instances."
   type        = string
   default     = "2.6.0-gpu-py312"
 }

@@ -23,6 +23,10 @@ from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.serving.codecs import PARQUET
 
 POLL_S = 30  # DescribeTransformJob is throttled per account; every 30 s is plenty for jobs of minutes
+# Every SageMaker API call this module makes: what the caller's role needs, on the run's own
+# model and transform job (terraform's sagemaker_runner policy; tests hold the two together).
+API_OPERATIONS = ("CreateModel", "CreateTransformJob", "DescribeTransformJob", "DeleteModel")
+NAME_PREFIX = "sbi-"  # of every run's model and transform job: the runner policy's resources
 DONE = ("Completed", "Failed", "Stopped")
 INSTALL = "pip install 'streaming-batch-inference[sagemaker]'"
 
@@ -33,6 +37,11 @@ class TransformRequest:
     model_data_url: str  # s3://.../model.tar.gz
     input_uri: str  # s3:// prefix of the shards
     output_uri: str  # s3:// prefix for the .out objects
+
+
+def job_name(run_id: str) -> str:
+    """The run's model and transform job name (SageMaker allows 63 characters)."""
+    return f"{NAME_PREFIX}{run_id}"[:63]
 
 
 def sagemaker_session(region: str | None):
@@ -49,9 +58,10 @@ def sagemaker_session(region: str | None):
 
 
 def create_model(session, request: TransformRequest, options: SageMakerOptions, image: str) -> None:
-    """The run's model: our archive in the PyTorch image, with no network (it needs none)."""
-    definition = {"Image": image, "ModelDataUrl": request.model_data_url,
-                  "Environment": {**container.environment(), "SAGEMAKER_REGION": session.boto_region_name}}
+    """The run's model: our archive in the PyTorch image, with no network (it needs none), and
+    TorchServe's request limit raised to the job's MaxPayloadInMB."""
+    environment = {**container.environment(options.max_payload_mb), "SAGEMAKER_REGION": session.boto_region_name}
+    definition = {"Image": image, "ModelDataUrl": request.model_data_url, "Environment": environment}
     _call("CreateModel", lambda: session.create_model(request.name, role=options.role, container_defs=definition,
                                                       enable_network_isolation=True))
 

@@ -3,8 +3,9 @@
 Use for ``--local``. Given the shard objects and a running ``server.TransformServer``, it
 sends each shard as one ``POST /invocations`` (``max_concurrent_transforms`` at a time, from
 a thread pool, as Batch Transform's agent does) and writes each 200 response as
-``<shard>.out``. A shard that fails gets no ``.out``, exactly like the service; its reason is
-returned so ``assemble`` can write it into the error rows.
+``<shard>.out``. Like the agent, it never sends an object larger than ``MaxPayloadInMB``. A
+shard that fails gets no ``.out``, exactly like the service; its reason is returned so
+``assemble`` can write it into the error rows.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from storage import Location, storage_errors
 
 # Generous for a CPU model on a 100 MB shard; SageMaker's own default invocation timeout is 600 s.
 REQUEST_TIMEOUT_S = 3600
+MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Transform:
     shards: Location  # where the shard objects are
     outputs: Location  # where the .out objects go
     max_concurrent_transforms: int
+    max_payload_mb: int  # the job's MaxPayloadInMB: a larger object is never sent
 
 
 def run_transform(transform: Transform, shards: list[str]) -> dict[str, str]:
@@ -45,10 +48,16 @@ def _transform_one(transform: Transform, shard: str) -> str | None:
     path = transform.shards.join(shard)
     with storage_errors(transform.shards.uri_of(path)), transform.shards.filesystem.open_input_file(path) as f:
         body = f.read()
+    if len(body) > transform.max_payload_mb * MB:
+        return (f"Too much data for max payload size: {len(body)} bytes over MaxPayloadInMB={transform.max_payload_mb}; "
+                "raise --max-payload-mb (max 100)")
     try:
         status, payload = post(transform.url, body)
     except OSError as e:  # connection refused/reset, timeout: the shard fails, the job goes on
         return f"request failed: {e}"
+    if status == 413:  # TorchServe's answer carries no body
+        return (f"HTTP 413: the serving container refused a request of {len(body)} bytes "
+                "(TorchServe's max_request_size, the model's TS_MAX_REQUEST_SIZE)")
     if status != 200:
         return f"HTTP {status}: {_reason(payload)}"
     out = transform.outputs.join(shard + OUT_SUFFIX)

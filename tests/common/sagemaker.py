@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 from importlib.metadata import version
 from pathlib import Path
@@ -32,6 +33,15 @@ def shard_body(rows: list[tuple[str, bytes]] | None = None) -> bytes:
     table = pa.table({"id": [i for i, _ in rows], "image": pa.array([d for _, d in rows], pa.binary())})
     sink = io.BytesIO()
     pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def shard_of_size(nbytes: int) -> bytes:
+    """A Parquet shard of about ``nbytes``: one row of random (so incompressible, and undecodable)
+    image bytes. It answers with one error row, so a request of any size costs no model time."""
+    table = pa.table({"id": ["big"], "image": pa.array([os.urandom(nbytes)], pa.binary())})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="none")
     return sink.getvalue()
 
 

@@ -107,3 +107,16 @@ def ray_submit_tokens() -> list[str]:
 
 GPU_INSTANCE = re.compile(r"^(g4dn|g5|g6|g6e|p3|p4d|p4de|p5|p5e)\.")
 CPU_ONLY_INSTANCE = re.compile(r"^(m|c|r)\d+[a-z]*\.")
+
+
+def script_command(relative: str, module: str) -> list[str]:
+    """The tokens of the `python -m <module> ...` command in a shell script (continuations joined)."""
+    script = (REPO / relative).read_text().replace("\\\n", " ")
+    line = next(l for l in script.splitlines() if l.lstrip().startswith(f"python -m {module}"))
+    return shlex.split(line)
+
+
+def expand(token: str, env: dict[str, str], date: str) -> str:
+    """A command-line token as the shell expands it with ``env`` and `date -u +%F` = ``date``."""
+    token = token.replace("$(date -u +%F)", date)
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: env[m.group(1)], token)

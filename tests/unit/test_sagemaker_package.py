@@ -50,7 +50,7 @@ def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
 
 def test_the_program_the_container_runs_is_shipped(tmp_path):
     names = tarfile.open(package.build_model_tar(RANDOM, cpu_execution(RANDOM), str(tmp_path))).getnames()
-    assert f"code/{container.environment()['SAGEMAKER_PROGRAM']}" in names
+    assert f"code/{container.environment(6)['SAGEMAKER_PROGRAM']}" in names
 
 
 def test_aws_archive_installs_its_requirements_with_no_index(tmp_path):

@@ -1,6 +1,7 @@
 # One private bucket as the project needs it: encrypted (KMS, or SSE-S3 for the log bucket),
-# public access blocked, versioned, TLS-only, access-logged, and cleaned of abandoned
-# multipart uploads. Used for the input, output, model and logs buckets (../../buckets.tf).
+# public access blocked, versioned (unless told otherwise), TLS-only, access-logged, and cleaned
+# of abandoned multipart uploads. Used for the input, output, model and logs buckets
+# (../../buckets.tf) and the SageMaker staging bucket (../../sagemaker.tf).
 
 resource "aws_s3_bucket" "this" {
   #checkov:skip=CKV_AWS_144:Cross-region replication doubles storage cost; inputs are re-creatable and outputs are re-run nightly. Enable per bucket where a DR copy is required.
@@ -26,6 +27,7 @@ resource "aws_s3_bucket_public_access_block" "this" {
 }
 
 resource "aws_s3_bucket_versioning" "this" {
+  count  = var.versioned ? 1 : 0
   bucket = aws_s3_bucket.this.id
 
   versioning_configuration {

@@ -36,3 +36,9 @@ variable "noncurrent_version_expiration_days" {
   description = "Days a replaced object version is kept before it expires."
   type        = number
 }
+
+variable "versioned" {
+  description = "Keep replaced and deleted objects as noncurrent versions (data buckets). False for a bucket of temporaries that are deleted on purpose, where versions would only keep every deleted copy."
+  type        = bool
+  default     = true
+}
