@@ -18,6 +18,7 @@ import ray
 
 from job.config import JobConfig, default_batch_size
 from job.errors import JobError
+from job.reaper import Reaper
 from storage import StorageError
 
 T = TypeVar("T")
@@ -30,16 +31,29 @@ class RaySession:
     def __init__(self, address: str | None) -> None:
         self.address = address
         self.owned = False
+        self.reaper: Reaper | None = None
 
     def __enter__(self) -> RaySession:
         if not ray.is_initialized():  # a notebook or test may have started Ray already
-            ray.init(address=self.address, logging_level="WARNING")
+            # Ray's daemons die with this driver, not the agents its raylet starts: if this process
+            # is killed (SIGKILL, OOM), the reaper takes down what it started (see job.reaper).
+            self.reaper = Reaper.start()
+            try:
+                ray.init(address=self.address, logging_level="WARNING")
+            except BaseException:
+                self._stop_reaper()
+                raise
             self.owned = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.owned:
             ray.shutdown()
+            self._stop_reaper()
+
+    def _stop_reaper(self) -> None:
+        if self.reaper is not None:
+            self.reaper.stop()
 
     @staticmethod
     def unwrap_errors(run: Callable[[], T]) -> T:

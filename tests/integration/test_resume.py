@@ -1,11 +1,13 @@
 """A driver killed part-way keeps its committed parts, and ``--resume`` finishes the job.
 
 The job runs as a real subprocess (``python -m runners.ray_job`` / ``runners.spark_job``) in
-its own session; once a part is committed, the whole process group (driver, local Ray or
-Spark JVM, workers) gets SIGKILL. No manifest may exist then, and every part present must
-hold its whole input file. The killed run leaves its output lease behind (``job.lease``), but
-its process is provably gone on this host: ``--resume``, run at once, takes the lease over,
-skips the committed files (their parts are not rewritten) and ends with exactly one row per id.
+its own session; once a part is committed, it gets SIGKILL: on Ray the driver alone (what the
+OOM killer does), and no process it started may outlive it for long (``job.reaper``); on Spark
+the whole process group (driver, JVM, workers). No manifest may exist then, and every part
+present must hold its whole input file. The killed run leaves its output lease behind
+(``job.lease``), but its process is provably gone on this host: ``--resume``, run at once,
+takes the lease over, skips the committed files (their parts are not rewritten) and ends with
+exactly one row per id.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 
@@ -28,9 +31,11 @@ from runners import make_dataset, ray_job, spark_job
 from job.cli import run_main
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
+from tests.common.processes import still_running
 
 FILES, ROWS_PER_FILE = 12, 3  # enough files that the kill lands with most of them still to run
 FIRST_PART_TIMEOUT_S = 300  # a loaded 2-core machine starts Ray and loads the model slowly
+SURVIVOR_TIMEOUT_S = 15  # Ray's workers end once their raylet is gone; its agents, left alone, linger about 60 s
 ENGINES = {
     "ray": (ray_job.main, ["--address", "local"]),  # its own Ray, never a cluster someone else started
     "spark": (spark_job.main, ["--master", "local[2,2]"]),
@@ -46,7 +51,7 @@ def images(tmp_path) -> tuple[Path, list[str]]:
 
 
 def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) -> int:
-    """Start the job in its own session; SIGKILL the whole group once a part is committed; returns the driver's pid."""
+    """Start the job in its own session; SIGKILL it once a part is committed (see the module docstring); returns the driver's pid."""
     with open(log, "w") as sink:
         job = subprocess.Popen([sys.executable, "-m", f"runners.{engine}_job", *argv], start_new_session=True,
                                stdout=sink, stderr=subprocess.STDOUT)
@@ -56,9 +61,15 @@ def kill_after_first_part(engine: str, argv: list[str], out: Path, log: Path) ->
             assert job.poll() is None, f"the job ended before committing a part:\n{log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"no part after {FIRST_PART_TIMEOUT_S} s:\n{log.read_text()[-3000:]}"
             time.sleep(0.05)
+        started = psutil.Process(job.pid).children(recursive=True)  # its local Ray: daemons, agents, workers
     finally:
-        os.killpg(job.pid, signal.SIGKILL)
+        if engine == "ray":
+            os.kill(job.pid, signal.SIGKILL)  # the driver alone: its local Ray must not outlive it
+        else:
+            os.killpg(job.pid, signal.SIGKILL)
         job.wait()
+    survivors = still_running(started, SURVIVOR_TIMEOUT_S)
+    assert not survivors, f"still running {SURVIVOR_TIMEOUT_S} s after the driver was killed: {survivors}"
     return job.pid
 
 
