@@ -7,7 +7,7 @@ by the convention Spark, Hive and pyarrow.dataset share: any file or folder whos
 with ``_`` or ``.`` (``_SUCCESS``, ``_committed_*``, ``_started_*``, ``_temporary/``,
 ``.part-0.parquet.crc``, ``.hive-staging*``), and ``*.crc`` / ``*.json`` companions. Any other
 file is taken as data and must be Parquet: the footer check refuses it by name rather than
-dropping rows nobody asked to drop.
+dropping rows nobody asked to drop; so is a symbolic link to nothing (``*.parquet`` -> a moved file).
 
 A folder holding a table log (``_delta_log/``, ``_spark_metadata/``) is refused: such a folder
 also holds files the table has removed or a failed batch left, so its files are not the
@@ -16,6 +16,7 @@ table. The listing is a snapshot: files added after it are not part of this run.
 
 from __future__ import annotations
 
+import os
 import posixpath
 
 import pyarrow.fs as pafs
@@ -43,6 +44,7 @@ def list_data_files(location: Location) -> list[str]:
         infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
     relative = {i.path: posixpath.relpath(i.path, location.path) for i in infos}
     _refuse_table_logs(location, relative.values())
+    _refuse_dangling_links(location)
     paths = sorted(i.path for i in infos if i.type == pafs.FileType.File and is_data_file(relative[i.path]))
     if not paths:
         raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input")
@@ -63,3 +65,28 @@ def _refuse_table_logs(location: Location, relative_paths) -> None:
                 where = location.uri_of(location.join(relative.split(log)[0].rstrip("/"))).rstrip("/")
                 raise JobError(f"{where}: is {meaning}, so reading every Parquet file in it would run rows that are "
                                "not in the table; point --input at a Parquet export of the table")
+
+
+def _refuse_dangling_links(location: Location) -> None:
+    """Refuse a local symbolic link to nothing that would be data; pyarrow's listing leaves it out without a word."""
+    if location.is_s3:
+        return  # S3 has no links
+    dangling = [path for path in _links_to_nothing(location.path) if is_data_file(os.path.relpath(path, location.path))]
+    if dangling:
+        more = f" (and {len(dangling) - 1} more)" if len(dangling) > 1 else ""
+        raise JobError(f"{dangling[0]}: a symbolic link to {os.readlink(dangling[0])}, which does not exist{more}; fix "
+                       "or remove it: every Parquet file under --input is read")
+
+
+def _links_to_nothing(root: str) -> list[str]:
+    """Links under ``root`` whose target is missing, following linked folders as pyarrow's listing does (once each)."""
+    found, seen = [], set()
+    for folder, folders, files in os.walk(root, followlinks=True):
+        identity = (os.stat(folder).st_dev, os.stat(folder).st_ino)
+        if identity in seen:  # a link back to a folder already walked
+            folders.clear()
+            continue
+        seen.add(identity)
+        found += [path for path in (os.path.join(folder, name) for name in files) if os.path.islink(path)
+                  and not os.path.exists(path)]
+    return sorted(found)

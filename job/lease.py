@@ -15,8 +15,11 @@ The lease is written only by conditional writes (``storage.conditional``): creat
 none exists (S3 ``If-None-Match: *``, a local exclusive create), renewed and taken over only
 from the version its writer read (S3 ``If-Match``), so of two runs racing, exactly one wins. A
 write of ours whose answer was lost still counts as ours: the lease names its run.
-A second run is refused in one line naming the holder and when its lease expires. A crashed run
-stops renewing; once its lease expired, ``--resume`` or ``--overwrite`` (``take_over_expired``)
+A crashed run stops renewing. Where its holder is provably dead (``LeaseOwner.gone``: same host,
+boot and pid namespace as this process, and its pid gone or reused), any run takes its lease over
+at once; the output prefix's own rules (``job.prefix``: a partial output needs ``--resume``) still
+apply after. Otherwise a second run is refused in one line naming the holder, when its lease
+expires and what to do; once it expired, ``--resume`` or ``--overwrite`` (``take_over_expired``)
 replaces it. Expiry is wall-clock time: hosts' clocks must agree to well within the TTL (NTP
 gives milliseconds).
 """
@@ -24,56 +27,23 @@ gives milliseconds).
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 
 from job.errors import JobError
+from job.lease_holder import LeaseOwner, LeaseRecord, take_over_or_refuse
 from storage import Location, StorageError
 from storage.conditional import create_exclusive, delete_if, read_versioned, replace_if
 
+__all__ = ["DEFAULT_TTL_S", "LEASE_NAME", "LeaseOwner", "LeaseRecord", "OutputLease"]
+
 LEASE_NAME = "_lease.json"
-# A crashed run blocks --resume this long; a live one renews every third of it, so it survives
-# two renewals lost to an S3 outage before anyone may take its prefix.
+# A crashed run whose death cannot be proved (another host or container) blocks --resume this
+# long; a live one renews every third of it, so it survives two renewals lost to an S3 outage
+# before anyone may take its prefix.
 DEFAULT_TTL_S = 300.0
-
-
-@dataclass(frozen=True)
-class LeaseOwner:
-    run_id: str
-    host: str
-    pid: int
-
-    @classmethod
-    def this_process(cls, run_id: str) -> LeaseOwner:
-        return cls(run_id, socket.gethostname(), os.getpid())
-
-    def __str__(self) -> str:
-        return f"run {self.run_id} on {self.host} (pid {self.pid})"
-
-
-@dataclass(frozen=True)
-class LeaseRecord:
-    """What ``_lease.json`` holds."""
-
-    owner: LeaseOwner
-    acquired_at: float  # Unix seconds
-    expires_at: float  # Unix seconds; renewals move it
-
-    def to_bytes(self) -> bytes:
-        return json.dumps({**asdict(self), "expires": _when(self.expires_at)}, indent=2).encode()
-
-    @classmethod
-    def from_bytes(cls, uri: str, data: bytes) -> LeaseRecord:
-        try:
-            raw = json.loads(data)
-            return cls(LeaseOwner(**raw["owner"]), float(raw["acquired_at"]), float(raw["expires_at"]))
-        except (ValueError, KeyError, TypeError) as e:
-            raise JobError(f"{uri}: not a lease this job wrote ({e}); if no run is writing this output, delete it") from e
 
 
 class OutputLease:
@@ -103,11 +73,12 @@ class OutputLease:
             holder = LeaseRecord.from_bytes(location.uri_of(path), current[0])
             if holder.owner == owner:  # our create took effect but its answer was lost; the retry found it
                 return cls(location, holder, current[1], ttl_s)
-            _refuse_unless_expired(location.uri_of(path), holder, take_over_expired)
+            taking_over = take_over_or_refuse(location.uri_of(path), holder, take_over_expired)
             version = replace_if(location, path, record.to_bytes(), current[1])
             if version is not None:
+                print(taking_over, file=sys.stderr)
                 return cls(location, record, version, ttl_s)
-            # Another resumer replaced it first: the loop reads the new holder and refuses.
+            # Another run replaced it first: the loop reads the new holder and refuses.
 
     def renew(self) -> None:
         """Move the expiry ``ttl_s`` ahead; raise JobError if another run took the lease over."""
@@ -192,17 +163,3 @@ class OutputLease:
 def _new_record(owner: LeaseOwner, ttl_s: float) -> LeaseRecord:
     now = time.time()
     return LeaseRecord(owner, now, now + ttl_s)
-
-
-def _refuse_unless_expired(uri: str, holder: LeaseRecord, take_over_expired: bool) -> None:
-    left = holder.expires_at - time.time()
-    if left > 0:
-        raise JobError(f"{uri}: another run is writing this output: {holder.owner} holds its lease until "
-                       f"{_when(holder.expires_at)} ({left:.0f} s from now); wait for it, or choose another --output")
-    if not take_over_expired:
-        raise JobError(f"{uri}: {holder.owner} held this output's lease until {_when(holder.expires_at)} and stopped "
-                       "renewing it (it crashed?); pass --resume to take over and finish its work")
-
-
-def _when(unix_s: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_s))

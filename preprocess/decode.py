@@ -3,20 +3,29 @@
 Use ``decode_image`` for encoded bytes and ``pixels_from_raw`` for the reference benchmark's
 pre-decoded uint8 arrays. Every refusal is an ``ImageError`` whose message becomes the
 output row's ``error``; nothing here raises anything else for bad data.
+
+One pixel limit decides what is a decompression bomb: ``max_pixels`` (``--max-pixels``). Pillow
+has its own, process-wide (``Image.MAX_IMAGE_PIXELS``: it warns above it and refuses above twice
+it, while opening and while loading some formats' frames); it is raised to ``max_pixels`` where
+lower, so Pillow never refuses an image the job's limit allows, and its refusal of a larger one
+is reworded to quote the job's limit.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-# Pillow's own bomb threshold (about 89.5 MP): 12 MP photos and most panoramas pass; a tiny
+# Pillow's default bomb threshold (about 89.5 MP): 12 MP photos and most panoramas pass; a tiny
 # file that claims billions of pixels is refused from its header, before any pixel is decoded.
-DEFAULT_MAX_PIXELS = Image.MAX_IMAGE_PIXELS
+DEFAULT_MAX_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+# Pillow's own refusal names the pixels an image claims in these words (Pillow 5 to 13 at least).
+_PILLOW_BOMB_SIZE = re.compile(r"Image size \((\d+) pixels\)")
 
 # Modes Pillow's convert("RGB") maps faithfully: grayscale, palette, alpha (dropped, as
 # torchvision's loader does), CMYK, YCbCr, 1-bit.
@@ -38,7 +47,7 @@ def decode_image(data: bytes, *, min_size: int = 0, max_pixels: int = DEFAULT_MA
     """
     if not data:
         raise ImageError("empty image: the image cell has no bytes")
-    image = _open(data)
+    image = _open(data, max_pixels)
     _check_pixel_count(image, max_pixels)
     if min_size and image.format == "JPEG":
         _draft_to(image, min_size)
@@ -60,7 +69,7 @@ def inspect_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image
     """Read only the header: format, mode and size, refusing bombs; no pixel is decoded."""
     if not data:
         raise ImageError("empty image: the image cell has no bytes")
-    image = _open(data)
+    image = _open(data, max_pixels)
     _check_pixel_count(image, max_pixels)
     return ImageHeader(image.format or "", image.mode, image.size)
 
@@ -79,14 +88,17 @@ def pixels_from_raw(pixels: np.ndarray | bytes, shape: tuple[int, int, int]) -> 
     return Image.fromarray(array, "RGB")
 
 
-def _open(data: bytes) -> Image.Image:
+def _open(data: bytes, max_pixels: int) -> Image.Image:
+    _keep_pillows_limit_at_least(max_pixels)
     try:
         with warnings.catch_warnings():
             # Our own pixel limit below decides; Pillow's warning would only add noise.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             return Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError as e:
-        raise ImageError(f"decompression bomb refused: {e}") from e
+    except Image.DecompressionBombError as e:  # over twice Pillow's limit, so over ours too
+        size = _PILLOW_BOMB_SIZE.search(str(e))
+        claim = f"{int(size[1]):,} pixels" if size else "more than twice as many pixels"
+        raise ImageError(_bomb_text(f"the image claims {claim}", max_pixels)) from e
     except UnidentifiedImageError as e:
         raise ImageError(f"undecodable image: not a recognised image format ({len(data)} bytes)") from e
     except (OSError, SyntaxError, ValueError) as e:
@@ -98,10 +110,17 @@ def _check_pixel_count(image: Image.Image, max_pixels: int) -> None:
     if width < 1 or height < 1:
         raise ImageError(f"undecodable {image.format}: invalid size {width}x{height}")
     if width * height > max_pixels:
-        raise ImageError(
-            f"decompression bomb refused: {image.format} claims {width}x{height} = "
-            f"{width * height:,} pixels, over the limit of {max_pixels:,}"
-        )
+        raise ImageError(_bomb_text(f"{image.format} claims {width}x{height} = {width * height:,} pixels", max_pixels))
+
+
+def _bomb_text(claim: str, max_pixels: int) -> str:
+    return f"decompression bomb refused: {claim}, over the limit of {max_pixels:,} (--max-pixels)"
+
+
+def _keep_pillows_limit_at_least(max_pixels: int) -> None:
+    """Raise Pillow's process-wide bomb limit to ``max_pixels`` where lower (None: someone turned it off)."""
+    if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS < max_pixels:
+        Image.MAX_IMAGE_PIXELS = max_pixels
 
 
 def _draft_to(image: Image.Image, min_size: int) -> None:

@@ -96,6 +96,19 @@ class KillFirst(threading.Thread):
         self.join()
 
 
+def still_running(processes: list[psutil.Process], timeout_s: float) -> list[str]:
+    """Wait up to ``timeout_s`` for ``processes`` to end; the command lines of those still running then.
+
+    A zombie has ended: it waits only for its parent (init, for orphans) to collect its status.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [p for p in processes if _safely(lambda q: q.status() != psutil.STATUS_ZOMBIE, p)]
+        if not running or time.monotonic() >= deadline:
+            return [_safely(command_line, p) or str(p.pid) for p in running]
+        time.sleep(0.1)
+
+
 def _safely(check: Callable[[psutil.Process], bool], process: psutil.Process) -> bool:
     try:
         return check(process)

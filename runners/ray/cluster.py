@@ -21,6 +21,7 @@ import ray
 
 from job.errors import JobError
 from job.execution import Devices
+from job.reaper import Reaper
 from storage import StorageError
 
 T = TypeVar("T")
@@ -36,21 +37,34 @@ class RaySession:
     def __init__(self, address: str | None) -> None:
         self.address = address
         self.owned = False
+        self.reaper: Reaper | None = None
 
     def __enter__(self) -> RaySession:
         if not ray.is_initialized():  # a notebook or test may have started Ray already
+            # Ray's daemons die with this driver, not the agents its raylet starts: if this process
+            # is killed (SIGKILL, OOM), the reaper takes down what it started (see job.reaper).
+            self.reaper = Reaper.start()
             try:
                 ray.init(address=self.address, logging_level="WARNING")
             except ConnectionError as e:  # --address auto (or RAY_ADDRESS) with no cluster there
+                self._stop_reaper()
                 where = self.address or os.environ.get("RAY_ADDRESS")
                 raise JobError(f"--address {where}: no Ray cluster to join ({str(e).splitlines()[0]}); start one with "
                                "`ray start --head`, or drop --address (and RAY_ADDRESS) to run on a local Ray") from e
+            except BaseException:
+                self._stop_reaper()
+                raise
             self.owned = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.owned:
             ray.shutdown()
+            self._stop_reaper()
+
+    def _stop_reaper(self) -> None:
+        if self.reaper is not None:
+            self.reaper.stop()
 
     def devices(self) -> Devices:
         """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""

@@ -119,8 +119,8 @@ def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: st
         first.kill()
     assert first.returncode == 0, output[-3000:]
     assert re.fullmatch(rf"{re.escape(root)}/out/_lease\.json: another run is writing this output: run \S+ on \S+ "
-                        rf"\(pid {first.pid}\) holds its lease until \S+Z \(\d+ s from now\); wait for it, or choose "
-                        r"another --output", line), line
+                        rf"\(pid {first.pid}\) holds its lease until \S+Z \(\d+ s from now\) and is still running; wait "
+                        r"for it to finish, or choose another --output", line), line
     rows, manifest = read_output(f"{root}/out", endpoint)
     assert f"run {manifest['run_id']} on " in line  # the holder named is the run that wrote the output
     assert_output_contract(rows, manifest, ids, bad={})  # every id once: no part written twice

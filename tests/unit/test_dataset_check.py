@@ -80,6 +80,23 @@ def test_a_table_log_is_refused_not_read_around(root, log):
         list_data_files(root)
 
 
+def test_a_parquet_link_to_nothing_is_refused_by_name_not_skipped(tmp_path):
+    """Symbolic links exist only on local paths; a hidden one, like any hidden name, is still left out."""
+    root = resolve(str(tmp_path / "in"))
+    put_table(root, "a.parquet", images(["a"]))
+    (tmp_path / "in" / "b.parquet").symlink_to(tmp_path / "moved" / "b.parquet")
+    (tmp_path / "in" / ".c.parquet").symlink_to(tmp_path / "moved" / "c.parquet")
+    (tmp_path / "in" / "date=1").mkdir()
+    (tmp_path / "in" / "date=1" / "d.parquet").symlink_to(tmp_path / "moved" / "d.parquet")
+    with pytest.raises(JobError) as refused:
+        list_data_files(root)
+    assert str(refused.value) == (f"{tmp_path}/in/b.parquet: a symbolic link to {tmp_path}/moved/b.parquet, which does "
+                                  "not exist (and 1 more); fix or remove it: every Parquet file under --input is read")
+    (tmp_path / "in" / "b.parquet").unlink()
+    (tmp_path / "in" / "date=1" / "d.parquet").unlink()
+    assert relative(root, list_data_files(root)) == ["a.parquet"]
+
+
 def test_a_file_that_is_not_parquet_is_refused_by_name(root):
     put_table(root, "a.parquet", images(["a"]))
     put_bytes(root, "notes.txt", b"hello")

@@ -7,7 +7,8 @@ import pytest
 from PIL import Image
 
 from preprocess import Recipe, ImageError, decode_image, pixels_from_raw, preprocess_batch, resize_center_crop
-from tests.common.images import bad_images, encoded, odd_images, photo
+from preprocess.decode import DEFAULT_MAX_PIXELS, inspect_image
+from tests.common.images import bad_images, encoded, odd_images, photo, png_bomb
 
 SIZE = Recipe()
 
@@ -39,6 +40,23 @@ def test_bomb_is_refused_from_the_header_under_a_custom_limit():
     big = encoded(photo(400, 300), "PNG")
     with pytest.raises(ImageError, match="120,000 pixels, over the limit of 100,000"):
         decode_image(big, max_pixels=100_000)
+
+
+@pytest.mark.parametrize("width, height", [(10_000, 10_000), (100_000, 100_000)], ids=["over-ours", "over-twice-pillows"])
+def test_every_bomb_refusal_quotes_the_one_limit(width, height):
+    """Pillow refuses images over twice its own limit before ours is checked: its refusal quotes ours too."""
+    with pytest.raises(ImageError) as refused:
+        decode_image(png_bomb(width, height))
+    assert f"claims {width}x{height} = " in str(refused.value) or f"claims {width * height:,} pixels" in str(refused.value)
+    assert str(refused.value).endswith(f"pixels, over the limit of {DEFAULT_MAX_PIXELS:,} (--max-pixels)")
+
+
+def test_a_limit_above_pillows_own_is_the_one_that_decides(monkeypatch):
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)  # restored after: the decoder raises it
+    allowed = 3 * DEFAULT_MAX_PIXELS  # 268 MP, over twice Pillow's default limit
+    assert inspect_image(png_bomb(20_000, 12_000), max_pixels=allowed).size == (20_000, 12_000)
+    with pytest.raises(ImageError, match=rf"PNG claims 20000x15000 = 300,000,000 pixels, over the limit of {allowed:,}"):
+        decode_image(png_bomb(20_000, 15_000), max_pixels=allowed)
 
 
 def test_sixteen_bit_png_is_scaled_not_clipped():

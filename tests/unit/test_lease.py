@@ -40,7 +40,8 @@ def lease_file(output: Location) -> dict:
 
 def test_a_second_run_is_refused_naming_the_holder_and_the_expiry(output):
     first = OutputLease.acquire(output, owner("run-1"), ttl_s=60)
-    assert lease_file(output)["owner"] == {"run_id": "run-1", "host": "host-1", "pid": 4242}
+    assert lease_file(output)["owner"] == {"run_id": "run-1", "host": "host-1", "pid": 4242, "boot_id": None,
+                                           "pid_namespace": None, "start_ticks": None}
     with pytest.raises(JobError) as refused:
         OutputLease.acquire(output, owner("run-2"), ttl_s=60, take_over_expired=True)
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first.record.expires_at))
