@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from job.cli import RESUME_HINT, config_from_args, get_args_parser, positive_int, run_main
 from job.config import JobConfig, default_batch_size, with_decode_for
@@ -98,22 +98,11 @@ def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     """The per-partition stats DataFrame whose evaluation does the whole job."""
     if udf == "iterator":
         return files.mapInArrow(ReadAndClassify(spec), STATS_DDL)
-    predictions = StructType.fromDDL(", ".join(f"{f.name} {_ddl(f)}" for f in PREDICTION_FIELDS))
+    predictions = from_arrow_schema(pa.schema(PREDICTION_FIELDS))  # the output columns as Spark types (pyspark 3.5 and 4)
     predict = pandas_udf(series_predict(spec.config), predictions)
     pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
     rows = pixels.select("id", predict("pixels", "error").alias("p"), "error", FILE, ROW).select("id", "p.*", "error", FILE, ROW)
     return rows.mapInArrow(WriteParts(spec), STATS_DDL)
-
-
-def _ddl(field: pa.Field) -> str:
-    """Spark's DDL type of an output column (int64, float32, or a list of either)."""
-    if pa.types.is_list(field.type):
-        return f"array<{_ddl(pa.field('item', field.type.value_type))}>"
-    if pa.types.is_int64(field.type):
-        return "long"
-    if pa.types.is_float32(field.type):
-        return "float"
-    raise TypeError(f"no Spark DDL for output column {field.name} of type {field.type}")
 
 
 def run(spark: SparkSession, job: PreparedJob, args: argparse.Namespace, batch_size: int) -> EngineRun:
