@@ -7,16 +7,16 @@ tasks; each task reads its files through pyarrow (no hadoop-aws jars, so S3 work
 Spark), preprocesses, classifies and commits one part per input file (a retried attempt
 rewrites the same part). ``--udf iterator`` (default): one ``mapInArrow`` stage, the model
 cached per Python worker; ``--udf series``: the reference benchmark's Series pandas UDF,
-which rebuilds the model every batch, kept to measure that cost. With an active
-SparkSession (Databricks, a notebook) the job uses it; otherwise it starts one on
-``--master``, by default ``local[*,4]`` (plain ``local[*]`` never retries a task). Why
-``mapInArrow``, and how to give tasks GPUs: docs/SPARK.md.
+which rebuilds the model every batch, kept to measure that cost. Where this process already
+runs Spark (Databricks, a notebook) the job uses its session and leaves it as it was;
+otherwise it starts one on ``--master``, by default ``local[*,4]`` (plain ``local[*]`` never
+retries a task): ``runners.spark.session``. Why ``mapInArrow``, and how to give tasks GPUs:
+docs/SPARK.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -33,6 +33,7 @@ from job.driver import EngineRun, PreparedJob, run_job
 from job.errors import JobError
 from job.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
+from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark_udfs import (
     PIXELS_DDL,
     PREDICTION_FIELDS,
@@ -45,9 +46,6 @@ from runners.spark_udfs import (
 )
 from storage import StorageError
 
-# Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
-# Python worker died is retried (plain local[*] allows one attempt).
-DEFAULT_MASTER = "local[*,4]"
 # The last line of a Python traceback raised by our storage layer in a worker.
 _WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULTILINE)
 # One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
@@ -59,7 +57,7 @@ FILE_SCHEMA = f"{FILE} int"
 def get_spark_args_parser() -> argparse.ArgumentParser:
     parser = get_args_parser(prog="python -m runners.spark_job", description=__doc__.splitlines()[0])
     group = parser.add_argument_group("spark")
-    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the active SparkSession, else {DEFAULT_MASTER})")
+    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the Spark this process runs, else {DEFAULT_MASTER})")
     group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
                        help="iterator: mapInArrow, model loaded once per Python worker (default); "
                             "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")
@@ -67,25 +65,6 @@ def get_spark_args_parser() -> argparse.ArgumentParser:
                        help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
     group.add_argument("--partitions", type=positive_int(), help="Spark tasks (default: one per input file)")
     return parser
-
-
-def get_session(master: str | None) -> tuple[SparkSession, bool]:
-    """The active session (Databricks, notebooks, tests), else a new one; and whether we own it."""
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if master is not None and master != active.sparkContext.master:
-            raise JobError(f"--master {master}: a SparkSession on {active.sparkContext.master} is already active; drop --master to use it")
-        return active, False
-    master = master or DEFAULT_MASTER
-    builder = SparkSession.builder
-    if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
-        # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
-        # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the JVM.
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = builder.master(master).appName("streaming-batch-inference").getOrCreate()
-    # Progress and the summary, not the JVM's INFO wall.
-    session.sparkContext.setLogLevel("ERROR")
-    return session, True
 
 
 def files_frame(spark: SparkSession, job: PreparedJob, partitions: int) -> DataFrame:
@@ -135,41 +114,16 @@ def storage_error_of(error: PythonException) -> StorageError | None:
     return StorageError(found[-1]) if found else None
 
 
-class SparkSessionFor:
-    """``with SparkSessionFor(master):`` the active session, else a new one, stopped on exit.
-
-    Entered while the driver plans the input (``job.driver.run_job``): the JVM starts meanwhile.
-    """
-
-    def __init__(self, master: str | None) -> None:
-        self.master = master
-        self.session: SparkSession | None = None
-        self.owned = False
-
-    def __enter__(self) -> SparkSessionFor:
-        self.session, self.owned = get_session(self.master)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.owned and self.session is not None:
-            self.session.stop()
-
-    def gives_gpus(self) -> bool:
-        """Whether Spark gives each task a GPU (read from the session, once it runs)."""
-        return self.session.conf.get("spark.task.resource.gpu.amount", None) is not None
-
-    def batch_size_for(self, config: JobConfig) -> int:
-        """The model batch: GPU-sized when Spark gives each task a GPU."""
-        has_gpu = self.gives_gpus()
-        if not has_gpu:
-            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
-                  file=sys.stderr)
-        batch_size = default_batch_size(config, has_gpu=has_gpu)
-        if self.owned:
-            # Arrow batches of one model batch (a runtime SQL setting): the Series UDF then sees what
-            # the benchmark saw. A session the user made keeps the user's setting.
-            self.session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
-        return batch_size
+def batch_size_for(spark: SparkSessionFor, config: JobConfig) -> int:
+    """The model batch: GPU-sized when Spark gives each task a GPU."""
+    has_gpu = spark.gives_gpus()
+    if not has_gpu:
+        print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU (or on cuda:0 if it sees a GPU)",
+              file=sys.stderr)
+    batch_size = default_batch_size(config, has_gpu=has_gpu)
+    # Arrow batches of one model batch: the Series UDF then sees what the benchmark saw.
+    spark.tune("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
+    return batch_size
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -181,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     session = SparkSessionFor(args.master)
 
     def execute(job: PreparedJob) -> EngineRun:
-        batch_size = session.batch_size_for(job.config)
+        batch_size = batch_size_for(session, job.config)
         job.config = with_decode_for(job.config, has_gpu=session.gives_gpus() and args.udf == "iterator")
         return run(session.session, job, args, batch_size)
 
