@@ -57,7 +57,7 @@ FILE_SCHEMA = f"{FILE} int"
 def get_spark_args_parser() -> argparse.ArgumentParser:
     parser = get_args_parser(prog="python -m runners.spark_job", description=__doc__.splitlines()[0])
     group = parser.add_argument_group("spark")
-    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the Spark this process runs, else {DEFAULT_MASTER})")
+    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the Spark this process runs, else spark-submit's --master, else {DEFAULT_MASTER})")
     group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
                        help="iterator: mapInArrow, model loaded once per Python worker (default); "
                             "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")

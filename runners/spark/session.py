@@ -2,15 +2,16 @@
 
 Use it through ``runners.spark_job``. Three cases, and who owns what:
 
-- A session is active in the calling thread (a notebook, ``spark-submit``, the tests): the
+- A session is active in the calling thread (a notebook, a script that made one, the tests): the
   job uses it and leaves it as it was.
 - A SparkContext exists but no session is active in this thread (a Databricks driver can be
   in that state, and so is any thread but the one that made the session): the job uses that
   context's session, and likewise leaves it running and unconfigured. Building a fresh
   ``--master`` session here would only wrap the cluster's context, and stopping it would stop
   the cluster's.
-- No Spark yet: the job starts one on ``--master`` (by default ``local[*,4]``), owns it: it
-  quiets its log and tunes it, and stops it at the end.
+- No Spark yet: the job starts one on ``--master`` (else, under ``spark-submit``, the master
+  it was given; else ``local[*,4]``) and owns it: it quiets its log, tunes it, and stops it
+  at the end.
 """
 
 from __future__ import annotations
@@ -43,22 +44,37 @@ def get_session(master: str | None) -> tuple[SparkSession, bool]:
     if session is None and existing_context() is not None:
         session = SparkSession.builder.getOrCreate()  # the context's default session (made on it if it has none)
     if session is None:
-        return _start_session(master or DEFAULT_MASTER), True
+        return _start_session(master), True
     running = session.sparkContext.master
     if master is not None and master != running:
         raise JobError(f"--master {master}: this process already runs Spark on {running}; drop --master to use it")
     return session, False
 
 
-def _start_session(master: str) -> SparkSession:
-    if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
-        # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
-        # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the JVM.
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = SparkSession.builder.master(master).appName("streaming-batch-inference").getOrCreate()
+def _start_session(master: str | None) -> SparkSession:
+    builder = SparkSession.builder.appName("streaming-batch-inference")
+    if master is not None or not launched_by_spark_submit():
+        # Without spark-submit, pyspark's own default would be local[*], which never retries a task.
+        master = master or DEFAULT_MASTER
+        builder = builder.master(master)
+        if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+            # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
+            # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the context.
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = builder.getOrCreate()
     # Progress and the summary, not the JVM's INFO wall.
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def launched_by_spark_submit() -> bool:
+    """Whether spark-submit started this Python, having chosen the master (its ``--master``,
+    ``spark-defaults.conf``, else ``local[*]``) and the workers' Python: the job keeps both.
+
+    spark-submit hands its JVM's address over in ``PYSPARK_GATEWAY_PORT``, which is how
+    pyspark itself tells (``pyspark.java_gateway.launch_gateway``).
+    """
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 class SparkSessionFor:

@@ -7,8 +7,13 @@ state too, which is how these tests reach it with a real local Spark.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,6 +25,7 @@ from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.spark import local_spark
 
+ROOT = Path(__file__).resolve().parents[2]
 USERS_LOG_LEVEL = "WARN"  # not the ERROR a job-started session gets
 USERS_RECORDS_PER_BATCH = "5"  # not the job's --batch-size
 RECORDS_PER_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -80,3 +86,17 @@ def test_another_master_than_the_running_one_is_refused(spark):
 def test_the_running_spark_is_used_without_being_owned(spark):
     session, owned = in_a_thread_without_a_session(lambda: get_session(None))
     assert session.sparkContext is spark.sparkContext and not owned
+
+
+def test_spark_submit_runs_the_documented_entry_on_its_own_master(tmp_path):
+    """docs/SPARK.md's spark-submit command; the job keeps the master spark-submit was given."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"  # pyspark's, beside this interpreter
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "out"
+    done = subprocess.run([str(spark_submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+                           str(ROOT / "deploy" / "databricks" / "spark_entry.py"),
+                           "--weights", "random", "--limit", "4", "--output", str(out)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / "_SUCCESS.json").read_text())
+    assert manifest["counts"]["rows_in"] == 4 and manifest["settings"]["spark"]["master"] == "local[1]"
