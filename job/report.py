@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import platform
@@ -17,11 +18,21 @@ def versions(*extra_packages: str) -> dict[str, str]:
     """Installed versions of the core packages and the engine's own."""
     found = {"python": platform.python_version()}
     for name in (*CORE_PACKAGES, *extra_packages):
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "not installed"
+        found[name] = _version(name)
     return found
+
+
+def _version(package: str) -> str:
+    """The package's pip version; else its module's ``__version__`` (Databricks' own pyspark has no pip metadata)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return "not installed"
+    return str(getattr(module, "__version__", "unknown"))
 
 
 def hardware() -> dict:

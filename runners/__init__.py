@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from job.engine import Engine
 
 
-
 class EngineEntry(NamedTuple):
     module: str  # python -m <module> runs it; the module's ENGINE is its record
     extra: str | None  # the pip extra its engine needs, e.g. pip install -e '.[ray]'

@@ -1,0 +1,1 @@
+"""Spark's internals: the session, and what executors run."""

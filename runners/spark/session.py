@@ -1,0 +1,119 @@
+"""The job's SparkSession: the one Spark already runs in this process, else one the job starts.
+
+Use it through ``runners.spark_job``. Three cases, and who owns what:
+
+- A session is active in the calling thread (a notebook, a script that made one, the tests): the
+  job uses it and leaves it as it was.
+- A SparkContext exists but no session is active in this thread (a Databricks driver can be
+  in that state, and so is any thread but the one that made the session): the job uses that
+  context's session, and likewise leaves it running and unconfigured. Building a fresh
+  ``--master`` session here would only wrap the cluster's context, and stopping it would stop
+  the cluster's.
+- No Spark yet: the job starts one on ``--master`` (else, under ``spark-submit``, the master
+  it was given; else ``local[*,4]``) and owns it: it quiets its log, tunes it, and stops it
+  at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from job.errors import JobError
+from job.execution import Devices
+from runners.spark.udfs import device_name
+
+# Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
+# Python worker died is retried (plain local[*] allows one attempt).
+DEFAULT_MASTER = "local[*,4]"
+
+
+def existing_context() -> SparkContext | None:
+    """The SparkContext this process runs, if any, without starting one.
+
+    pyspark has no public way to ask (``SparkContext.getOrCreate`` starts one); its own
+    ``SparkSession.getActiveSession`` reads this attribute.
+    """
+    return SparkContext._active_spark_context
+
+
+def get_session(master: str | None) -> tuple[SparkSession, bool]:
+    """The session Spark already runs here, else a new one on ``master``; and whether the job owns it."""
+    session = SparkSession.getActiveSession()
+    if session is None and existing_context() is not None:
+        session = SparkSession.builder.getOrCreate()  # the context's default session (made on it if it has none)
+    if session is None:
+        return _start_session(master), True
+    running = session.sparkContext.master
+    if master is not None and master != running:
+        raise JobError(f"--master {master}: this process already runs Spark on {running}; drop --master to use it")
+    return session, False
+
+
+def _start_session(master: str | None) -> SparkSession:
+    builder = SparkSession.builder.appName("streaming-batch-inference")
+    if master is not None or not launched_by_spark_submit():
+        # Without spark-submit, pyspark's own default would be local[*], which never retries a task.
+        master = master or DEFAULT_MASTER
+        builder = builder.master(master)
+        if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+            # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
+            # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the context.
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = builder.getOrCreate()
+    # Progress and the summary, not the JVM's INFO wall.
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def launched_by_spark_submit() -> bool:
+    """Whether spark-submit started this Python, having chosen the master (its ``--master``,
+    ``spark-defaults.conf``, else ``local[*]``) and the workers' Python: the job keeps both.
+
+    spark-submit hands its JVM's address over in ``PYSPARK_GATEWAY_PORT``, which is how
+    pyspark itself tells (``pyspark.java_gateway.launch_gateway``).
+    """
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+class SparkSessionFor:
+    """``with SparkSessionFor(master):`` the session Spark already runs, else a new one, stopped on exit.
+
+    Entered while the driver plans the input (``job.driver.run_job``): the JVM starts meanwhile.
+    """
+
+    def __init__(self, master: str | None) -> None:
+        self.master = master
+        self.session: SparkSession | None = None
+        self.owned = False  # True only for a session this job started: the only one it may tune or stop
+
+    def __enter__(self) -> SparkSessionFor:
+        self.session, self.owned = get_session(self.master)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned and self.session is not None:
+            self.session.stop()
+
+    def gives_gpus(self) -> bool:
+        """Whether Spark gives each task a GPU (read from the session, once it runs)."""
+        return self.session.conf.get("spark.task.resource.gpu.amount", None) is not None
+
+    def devices(self) -> Devices:
+        """A GPU per task when Spark gives tasks GPUs (its type read by one probe task), else the CPU."""
+        if not self.gives_gpus():
+            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU", file=sys.stderr)
+            return Devices("cpu")
+        name = self.session.sparkContext.parallelize([0], 1).map(lambda _: device_name()).first()
+        if name is None:
+            raise JobError("Spark gives each task a GPU (spark.task.resource.gpu.amount), but CUDA is not usable on the "
+                           "executors: install a torch built for their CUDA driver")
+        return Devices("cuda", name)
+
+    def tune(self, key: str, value: str) -> None:
+        """Set a runtime SQL setting on a session the job started; a session someone else made keeps theirs."""
+        if self.owned:
+            self.session.conf.set(key, value)

@@ -1,0 +1,18 @@
+"""The versions a manifest records, also for a package installed without pip's metadata."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from job.report import versions
+
+
+def test_a_package_without_pip_metadata_reports_its_modules_version(tmp_path, monkeypatch):
+    # As Databricks ships pyspark: the module on sys.path, no *.dist-info beside it.
+    (tmp_path / "bare_engine").mkdir()
+    (tmp_path / "bare_engine" / "__init__.py").write_text('__version__ = "3.5.2"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = versions("bare_engine", "no_such_engine", "pyarrow")
+    assert found["bare_engine"] == "3.5.2"
+    assert found["no_such_engine"] == "not installed"
+    assert found["pyarrow"] == importlib.metadata.version("pyarrow")  # pip's metadata first
