@@ -115,7 +115,9 @@ def test_the_model_module_does_not_import_torchvision():
     import subprocess
     import sys
 
-    code = "import sys, inference; inference.load_model('random'); print('torchvision' in sys.modules)"
+    code = ("import sys, numpy, inference; m = inference.load_model('random'); "
+            "inference.Predictor(m, inference.choose_device(), embeddings='float16')(numpy.zeros((1, 224, 224, 3), numpy.uint8)); "
+            "print('torchvision' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
