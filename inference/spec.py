@@ -19,7 +19,7 @@ pays for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from inference.archs import DEFAULT_ARCH, Arch, arch_named
@@ -57,15 +57,12 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> ModelSpec:
         """The spec ``to_dict`` wrote (a SageMaker handler reading its archive, a test)."""
-        unknown = set(record) - {f.name for f in fields(cls)}
-        if unknown:
-            raise WeightsError(f"a model description with unknown fields {sorted(unknown)}; write it with ModelSpec.to_dict")
         names = record.get("class_names")
         try:
             recipe = Recipe().updated(record["recipe"], "the model description's recipe")
-        except ValueError as e:
-            raise WeightsError(str(e)) from e
-        return cls(**{**record, "recipe": recipe, "class_names": None if names is None else tuple(names)})
+            return cls(**{**record, "recipe": recipe, "class_names": None if names is None else tuple(names)})
+        except (KeyError, TypeError, ValueError) as e:
+            raise WeightsError(f"not a model description ({e}); write it with ModelSpec.to_dict") from e
 
 
 def describe_model(
