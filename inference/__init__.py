@@ -1,25 +1,31 @@
-"""Pixels -> predictions: model loading and the batch predictor every engine runs.
+"""Pixels -> predictions and embeddings: describing the model, loading it, and the batch predictor.
 
-``load_model(weights)`` builds torchvision's ResNet50 with ImageNet, random or
-user-supplied weights; ``Predictor`` takes uint8 NHWC batches and returns top-k
-predictions, normalising on the device. No engine imports here.
+The driver calls ``describe_model(weights, arch=, labels=, recipe_overrides=)`` once, before any
+work: a frozen, picklable ``ModelSpec`` (architecture, class count and names, recipe, embedding
+size) that every worker passes to ``load_model(spec)``. ``Predictor`` takes uint8 NHWC batches and
+returns top-k predictions and/or embeddings, normalising on the device. No engine imports here.
 
-Importing the package does not import torch: the torch-bound names load on first use, so a
-process that only parses options or decodes images (the CPU stage) never pays for torch.
+Importing the package does not import torch: every name but the torch-free constants loads on
+first use, so a process that only parses options or decodes images (the CPU stage) never pays
+for torch, and ``describe_model("random")`` does not either.
 """
 
 from __future__ import annotations
 
-from inference.names import PRECISIONS, Precision, WeightsError
+from inference.names import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision, WeightsError
 
-__all__ = ["PRECISIONS", "LoadedModel", "Precision", "Predictions", "Predictor", "WeightsError", "choose_device",
-           "default_precision", "load_model"]
+__all__ = ["ARCHS", "EMBEDDING_DTYPES", "PRECISIONS", "EmbeddingDtype", "LoadedModel", "ModelSpec", "Precision",
+           "Predictions", "Predictor", "WeightsError", "choose_device", "default_precision", "describe_model", "load_model"]
 
 
 def __getattr__(name: str) -> object:
     # Imported by statement, not by a name in a string, so a reader of imports (the SageMaker
     # archive's runners.sagemaker.imports) sees these modules too.
-    if name in ("LoadedModel", "load_model"):
+    if name == "ARCHS":
+        from inference import archs as module  # torch-free
+    elif name in ("ModelSpec", "describe_model"):
+        from inference import spec as module  # torch-free for random weights
+    elif name in ("LoadedModel", "load_model"):
         from inference import model as module
     elif name in ("Predictions", "Predictor"):
         from inference import predictor as module

@@ -1,8 +1,13 @@
-"""The batch predictor: uint8 NHWC pixels in, top-k labels and probabilities out.
+"""The batch predictor: uint8 NHWC pixels in; top-k labels and probabilities, and/or embeddings, out.
 
 One ``Predictor`` per worker (Ray actor, Spark Python worker, SageMaker model server); the
 model is loaded once and reused for every batch. The host sends uint8 (4x fewer bytes than
-float32); conversion and ImageNet normalisation run on the device.
+float32); conversion and the recipe's normalisation run on the device.
+
+What comes back: ``predictions=True`` (the default) fills label, score, topk_labels and
+topk_scores; ``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the
+final Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied
+back. Either or both, from one forward pass.
 
 Two ways in: ``predictor(pixels)`` takes (N, H, W, 3) uint8 from the host or the device;
 ``predictor.predict_images(images)`` takes (N, 3, H, W) float pixels in [0, 255] already on the
@@ -25,23 +30,29 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+
+from inference.architecture import FeaturesAndLogits
+from inference.archs import arch_named
 from inference.compile import DEFAULT_COMPILE_MODE, compile_model
 from inference.device import AUTOCAST_DTYPES, Precision, default_precision
 from inference.model import LoadedModel
+from inference.names import EMBEDDING_DTYPES, EmbeddingDtype
 
 DEFAULT_TOPK = 5
+_TORCH_DTYPES = {"float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass
 class Predictions:
-    label: np.ndarray  # (N,) int64: top-1 class index
-    score: np.ndarray  # (N,) float32: its softmax probability
-    topk_labels: np.ndarray  # (N, k) int64
-    topk_scores: np.ndarray  # (N, k) float32
+    label: np.ndarray | None  # (N,) int64: top-1 class index; None: predictions not asked for
+    score: np.ndarray | None  # (N,) float32: its softmax probability
+    topk_labels: np.ndarray | None  # (N, k) int64
+    topk_scores: np.ndarray | None  # (N, k) float32
+    embeddings: np.ndarray | None = None  # (N, D) float16 or float32: the pooled feature; None: not asked for
 
 
 class Predictor:
-    """ResNet50 on one device, in inference mode, channels_last, with optional autocast."""
+    """The model on one device, in inference mode, channels_last, with optional autocast."""
 
     def __init__(
         self,
@@ -50,18 +61,24 @@ class Predictor:
         precision: Precision | None = None,
         topk: int = DEFAULT_TOPK,
         *,
+        predictions: bool = True,
+        embeddings: EmbeddingDtype | None = None,
         compile: bool = False,
         batch_size: int | None = None,
         compile_mode: str = DEFAULT_COMPILE_MODE,
     ) -> None:
         self.device = device
         self.precision: Precision = precision or default_precision(device)
-        self.topk = topk
+        self.topk = topk if predictions else 0
+        self.embeddings = embeddings
+        self.embedding_dim = model.spec.embedding_dim
         self._check_precision()
+        _check_outputs(predictions, embeddings, topk, model.spec.num_classes)
         if compile and not batch_size:
             raise ValueError("Predictor(compile=True) needs batch_size: batches are padded to it so the model compiles once")
         self._pad_to = batch_size if compile else None
-        module = model.module.eval().to(device, memory_format=torch.channels_last)
+        outputs = FeaturesAndLogits(model.module.eval(), arch_named(model.spec.arch), predictions)
+        module = outputs.to(device, memory_format=torch.channels_last)
         self._model = compile_model(module, compile_mode) if compile else module
         # Scaled by 255 so uint8 pixels normalise in one fused sub/div: (x - 255*mean) / (255*std).
         self._mean = torch.tensor(model.recipe.mean, device=device).view(1, 3, 1, 1) * 255
@@ -76,7 +93,7 @@ class Predictor:
         """Classify ``pixels``: (N, H, W, 3) uint8, in host memory or already on the device."""
         _check_pixels(pixels)
         if len(pixels) == 0:
-            return _empty(self.topk)
+            return self._empty()
         with self.stream():
             batch = self._to_device(pixels).permute(0, 3, 1, 2).float()  # (N, 3, H, W) view of NHWC: channels_last
             return self._predict(batch.sub_(self._mean).div_(self._std), len(pixels))
@@ -90,7 +107,7 @@ class Predictor:
         """
         _check_images(images, self.device)
         if len(images) == 0:
-            return _empty(self.topk)
+            return self._empty()
         with self.stream(images):
             normalised = torch.empty_like(images, memory_format=torch.channels_last)  # (N, 3, H, W)
             torch.sub(images, self._mean, out=normalised)
@@ -116,10 +133,19 @@ class Predictor:
 
     def _predict(self, batch: torch.Tensor, rows: int) -> Predictions:
         """``batch``: (N, 3, H, W) normalised float, channels_last, on the device."""
-        probabilities = self._forward(self._pad(batch))[:rows]
-        scores, labels = probabilities.topk(self.topk, dim=1)
-        scores, labels = self._to_host(scores), self._to_host(labels).astype(np.int64)
-        return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores)
+        features, probabilities = self._forward(self._pad(batch))
+        wanted = []  # device tensors to copy back, in one wait
+        if probabilities is not None:
+            scores, labels = probabilities[:rows].topk(self.topk, dim=1)  # (N, k) each
+            wanted += [scores, labels]
+        if self.embeddings is not None:
+            wanted.append(features[:rows].to(_TORCH_DTYPES[self.embeddings]))  # (N, D)
+        host = self._to_host(wanted)
+        embeddings = host.pop() if self.embeddings is not None else None
+        if probabilities is None:
+            return Predictions(None, None, None, None, embeddings)
+        scores, labels = host[0], host[1].astype(np.int64)
+        return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores, embeddings)
 
     def _pad(self, batch: torch.Tensor) -> torch.Tensor:
         """Pad to the compiled batch size with zero images (the mean colour), so shapes never change."""
@@ -136,25 +162,45 @@ class Predictor:
             batch = batch.to(self.device, non_blocking=True)
         return batch  # (N, H, W, 3) uint8
 
-    def _forward(self, batch: torch.Tensor) -> torch.Tensor:
+    def _forward(self, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(features (N, D), class probabilities (N, classes) or None when predictions are off)."""
         dtype = AUTOCAST_DTYPES.get(self.precision)
         with torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
-            logits = self._model(batch)
-        return logits.float().softmax(dim=1)
+            features, logits = self._model(batch)
+        return features, None if logits is None else logits.float().softmax(dim=1)
 
-    def _to_host(self, tensor: torch.Tensor) -> np.ndarray:
+    def _to_host(self, tensors: list[torch.Tensor]) -> list[np.ndarray]:
+        """Copy ``tensors`` back; on CUDA through pinned memory, waiting once for this thread's stream."""
         if self.device.type != "cuda":
-            return tensor.numpy()
-        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-        host.copy_(tensor, non_blocking=True)
+            return [tensor.numpy() for tensor in tensors]
+        hosts = [torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True) for tensor in tensors]
+        for host, tensor in zip(hosts, tensors):
+            host.copy_(tensor, non_blocking=True)
         torch.cuda.current_stream(self.device).synchronize()  # this thread's stream only
-        return host.numpy()
+        return [host.numpy() for host in hosts]
+
+    def _empty(self) -> Predictions:
+        embeddings = None if self.embeddings is None else np.zeros((0, self.embedding_dim), self.embeddings)
+        if not self.topk:
+            return Predictions(None, None, None, None, embeddings)
+        k = self.topk
+        return Predictions(np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros((0, k), np.int64),
+                           np.zeros((0, k), np.float32), embeddings)
 
     def _check_precision(self) -> None:
         if self.precision == "fp16" and self.device.type == "cpu":
             raise ValueError("--precision fp16 needs a GPU; use fp32 or bf16 on CPU")
         if self.precision == "bf16" and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ValueError(f"--precision bf16 is not supported by {torch.cuda.get_device_name(self.device)}; use fp16")
+
+
+def _check_outputs(predictions: bool, embeddings: str | None, topk: int, num_classes: int) -> None:
+    if embeddings is not None and embeddings not in EMBEDDING_DTYPES:
+        raise ValueError(f"embeddings={embeddings!r}: choose one of {', '.join(EMBEDDING_DTYPES)}, or None for none")
+    if not predictions and embeddings is None:
+        raise ValueError("the Predictor has nothing to return: ask for predictions, embeddings, or both")
+    if predictions and not 1 <= topk <= num_classes:
+        raise ValueError(f"top-k {topk} does not fit a model with {num_classes} classes: choose 1 to {num_classes}")
 
 
 def _check_pixels(pixels: np.ndarray | torch.Tensor) -> None:
@@ -174,9 +220,3 @@ def _host_tensor(pixels: np.ndarray) -> torch.Tensor:
     if not pixels.flags.writeable:  # engines hand out read-only views; torch wants to own writable memory
         pixels = pixels.copy()
     return torch.from_numpy(np.ascontiguousarray(pixels))
-
-
-def _empty(topk: int) -> Predictions:
-    return Predictions(
-        np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros((0, topk), np.int64), np.zeros((0, topk), np.float32)
-    )

@@ -112,7 +112,8 @@ class Classify:
 
         self.config = config
         self.execution = execution
-        model = dataclasses.replace(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url), recipe=execution.recipe)
+        model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
+        model = dataclasses.replace(model, spec=dataclasses.replace(model.spec, recipe=execution.recipe))  # the plan's recipe
         self.predictor = Predictor(model, planned_device(execution, gpu_ids), execution.precision, config.topk,
                                    compile=execution.compile, batch_size=execution.batch_size)
 

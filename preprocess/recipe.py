@@ -3,19 +3,29 @@
 Use ``Recipe`` wherever pixels are made or normalised: the CPU workers resize and crop with
 it (``preprocess.transform``), the device stage does the same (``preprocess.device_resize``),
 and the predictor normalises with its mean and std (``inference.predictor``). The driver
-decides one recipe per job (the model's, or the user's) and every stage reads that one.
+decides one recipe per job (``inference.describe_model``: the user's overrides, else the
+checkpoint's, else the architecture's torchvision default) and every stage reads that one.
+
+``recipe.updated({"crop": 384}, "--recipe")`` applies a partial change (any subset of the four
+fields, as a user or a checkpoint writes it) and refuses bad values naming where they came from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 
 RGB = tuple[float, float, float]
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """torchvision's eval transform as numbers: Resize(resize) + CenterCrop(crop) + Normalize(mean, std)."""
+    """torchvision's eval transform as numbers: Resize(resize) + CenterCrop(crop) + Normalize(mean, std).
+
+    Resampling is always antialiased bilinear (as torchvision's Resize on PIL images); a model
+    trained with bicubic resizing is not described by a Recipe.
+    """
 
     resize: int = 232  # short side after resize; ResNet50_Weights.IMAGENET1K_V2 uses 232 (V1: 256)
     crop: int = 224  # square centre crop fed to the network
@@ -23,14 +33,48 @@ class Recipe:
     std: RGB = (0.229, 0.224, 0.225)
 
     def __post_init__(self) -> None:
-        if not 0 < self.crop <= self.resize:
-            raise ValueError(f"the recipe needs 0 < crop <= resize, got crop={self.crop}, resize={self.resize}")
-        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
-            raise ValueError(f"the recipe needs 3 means and 3 positive stds, got mean={self.mean}, std={self.std}")
+        for name in ("resize", "crop"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"the recipe's {name} must be a positive whole number of pixels, got {value!r}")
+        if self.crop > self.resize:
+            raise ValueError(f"the recipe needs crop <= resize (the crop is cut from the resized image), "
+                             f"got crop={self.crop}, resize={self.resize}")
+        object.__setattr__(self, "mean", _channels("mean", self.mean, positive=False))
+        object.__setattr__(self, "std", _channels("std", self.std, positive=True))
+
+    def updated(self, changes: Mapping[str, object], source: str) -> Recipe:
+        """This recipe with ``changes`` (any subset of resize, crop, mean, std) applied and checked.
+
+        ``source`` names where the changes came from (an option, a checkpoint) in the error.
+        """
+        unknown = sorted(repr(key) for key in changes if key not in {f.name for f in fields(self)})
+        if unknown:
+            raise ValueError(f"{source}: unknown recipe key(s) {', '.join(unknown)}; "
+                             "a recipe has resize, crop, mean and std")
+        try:
+            return replace(self, **changes)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{source}: {e}") from e
 
     def to_dict(self) -> dict:
         """As the manifest and part footers record it (JSON lists, not tuples)."""
         return {"resize": self.resize, "crop": self.crop, "mean": list(self.mean), "std": list(self.std)}
+
+
+def _channels(name: str, values: object, *, positive: bool) -> RGB:
+    """Three finite numbers in [0, 1] (``positive``: above 0), of pixels scaled to [0, 1]."""
+    try:
+        numbers = () if isinstance(values, (str, bytes)) else tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        numbers = ()
+    if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
+        raise ValueError(f"the recipe's {name} must be 3 numbers (R, G, B), got {values!r}")
+    if max(numbers) > 1 or min(numbers) < 0 or (positive and min(numbers) == 0):
+        bound = "in (0, 1]" if positive else "in [0, 1]"
+        hint = "; divide by 255 (mean and std are of pixels scaled to [0, 1])" if max(numbers) > 1 else ""
+        raise ValueError(f"the recipe's {name} must be {bound} per channel, got {values!r}{hint}")
+    return numbers
 
 
 # torchvision's ResNet50_Weights.DEFAULT (IMAGENET1K_V2): the recipe a job uses unless told otherwise.

@@ -1,4 +1,8 @@
-"""Weights: a state dict loads with weights_only=True; anything unusable stops with the fix."""
+"""Weights: a state dict loads with weights_only=True; anything unusable stops with the fix.
+
+The checkpoint layouts and their one-line refusals: test_checkpoint.py; what the driver
+decides (classes, names, recipe): test_model_spec.py.
+"""
 
 from __future__ import annotations
 
@@ -40,17 +44,19 @@ def test_missing_file_names_the_option(tmp_path):
         load_model(str(tmp_path / "nope.pt"))
 
 
-def test_wrong_architecture_is_refused(tmp_path):
+def test_wrong_architecture_is_refused_naming_the_keys(tmp_path):
     path = tmp_path / "linear.pt"
     torch.save(torch.nn.Linear(3, 4).state_dict(), path)
-    with pytest.raises(WeightsError, match="not a torchvision ResNet50 state dict"):
+    with pytest.raises(WeightsError, match=r"not a resnet50 state dict: \d+ missing keys \(conv1.weight, .*"
+                                           r"2 unexpected keys \(weight, bias\)") as refused:
         load_model(str(path))
+    assert "\n" not in str(refused.value)
 
 
 def test_pickled_objects_are_refused_by_weights_only(tmp_path):
     path = tmp_path / "module.pt"
     torch.save(torch.nn.Linear(3, 4), path)  # a whole pickled module, not a state dict
-    with pytest.raises(WeightsError, match="not a loadable state dict"):
+    with pytest.raises(WeightsError, match="not a loadable state dict: it needs torch.nn.modules.linear.Linear"):
         load_model(str(path))
 
 
@@ -96,8 +102,8 @@ def test_weights_are_read_once_per_process_and_each_load_gets_its_own_module(che
     path, _ = checkpoint
     model_module.clear_weights_cache()
     reads = []
-    real = model_module._read_checkpoint
-    monkeypatch.setattr(model_module, "_read_checkpoint", lambda *a: reads.append(a) or real(*a))
+    real = model_module.read_checkpoint
+    monkeypatch.setattr(model_module, "read_checkpoint", lambda *a: reads.append(a) or real(*a))
     first, second = load_model(str(path)), load_model(str(path))
     assert len(reads) == 1 and first.module is not second.module
     with torch.no_grad():
@@ -109,6 +115,24 @@ def test_the_model_module_does_not_import_torchvision():
     import subprocess
     import sys
 
-    code = "import sys, inference; inference.load_model('random'); print('torchvision' in sys.modules)"
+    code = ("import sys, numpy, inference; m = inference.load_model('random'); "
+            "inference.Predictor(m, inference.choose_device(), embeddings='float16')(numpy.zeros((1, 224, 224, 3), numpy.uint8)); "
+            "print('torchvision' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_checkpoint_replaced_after_the_driver_described_it_is_refused(checkpoint, tmp_path):
+    from inference import describe_model
+    from inference.model import clear_weights_cache
+
+    path, _ = checkpoint
+    moving = tmp_path / "moving.pt"
+    moving.write_bytes(path.read_bytes())
+    spec = describe_model(str(moving))
+    retrained = torch.load(path, weights_only=True)
+    retrained["fc.bias"] += 1
+    torch.save(retrained, moving)
+    clear_weights_cache()  # as in a worker's process: it reads the file afresh
+    with pytest.raises(WeightsError, match="moving.pt changed after the job checked it"):
+        load_model(spec)

@@ -113,3 +113,67 @@ def test_float_images_on_the_device_give_the_uint8_answers(model, images):
     np.testing.assert_allclose(from_uint8.topk_scores, from_float.topk_scores, rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match=r"\(N, 3, H, W\) float32"):
         predictor.predict_images(torch.from_numpy(pixels))
+
+
+@pytest.fixture(scope="module")
+def ten_classes(tmp_path_factory):
+    """A 10-class DDP checkpoint and the plain torchvision module with the same weights."""
+    from tests.common.checkpoints import fine_tuned_checkpoint
+
+    path = tmp_path_factory.mktemp("ckpt") / "ten.pt"
+    reference = fine_tuned_checkpoint(path, 10, "ddp", class_names=[str(i) for i in range(10)])
+    return load_model(str(path)), reference
+
+
+def _pooled(module: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
+    """torchvision's ResNet50 pooled feature: the avgpool output, flattened (N, 2048)."""
+    seen = []
+    handle = module.avgpool.register_forward_hook(lambda _m, _i, out: seen.append(torch.flatten(out, 1)))
+    with torch.inference_mode():
+        logits = module(batch)
+    handle.remove()
+    return seen[0], logits
+
+
+def test_embeddings_are_torchvisions_pooled_feature_beside_its_predictions(ten_classes, images):
+    model, reference = ten_classes
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
+    out = Predictor(model, CPU, "fp32", embeddings="float32")(pixels)
+    mean, std = torch.tensor(IMAGENET_RECIPE.mean).view(1, 3, 1, 1), torch.tensor(IMAGENET_RECIPE.std).view(1, 3, 1, 1)
+    pooled, logits = _pooled(reference, (torch.from_numpy(pixels).permute(0, 3, 1, 2) / 255 - mean) / std)
+    assert out.embeddings.shape == (4, 2048) and out.embeddings.dtype == np.float32
+    cosine = torch.nn.functional.cosine_similarity(torch.from_numpy(out.embeddings), pooled)
+    assert cosine.min() >= 0.999, cosine
+    assert np.array_equal(out.topk_labels, logits.topk(5, dim=1).indices.numpy())
+    assert len(set(out.label)) > 1 and out.topk_labels.max() < 10  # the fitted head tells these images apart
+
+
+def test_embeddings_default_to_float16_and_can_come_alone(ten_classes, images):
+    model, _ = ten_classes
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
+    both = Predictor(model, CPU, embeddings="float16")(pixels)
+    alone = Predictor(model, CPU, predictions=False, embeddings="float16")(pixels)
+    assert alone.label is None and alone.topk_scores is None and alone.embeddings.dtype == np.float16
+    np.testing.assert_array_equal(alone.embeddings, both.embeddings)
+    from_images = Predictor(model, CPU, predictions=False, embeddings="float16").predict_images(
+        torch.from_numpy(pixels).permute(0, 3, 1, 2).float())
+    np.testing.assert_allclose(from_images.embeddings.astype(np.float32), alone.embeddings.astype(np.float32), rtol=1e-3, atol=1e-3)
+    empty = Predictor(model, CPU, predictions=False, embeddings="float16")(np.zeros((0, 224, 224, 3), np.uint8))
+    assert empty.embeddings.shape == (0, 2048) and empty.label is None
+
+
+def test_predictions_alone_return_no_embeddings_and_keep_the_module_whole(ten_classes, images):
+    model, _ = ten_classes
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
+    assert Predictor(model, CPU)(pixels).embeddings is None
+    assert isinstance(model.module.fc, torch.nn.Linear) and "fc.weight" in model.module.state_dict()
+
+
+@pytest.mark.parametrize("options, refusal", [
+    ({"embeddings": "float64"}, "embeddings='float64': choose one of float16, float32"),
+    ({"predictions": False}, "nothing to return"),
+    ({"topk": 11}, "top-k 11 does not fit a model with 10 classes: choose 1 to 10"),
+])
+def test_bad_output_options_are_refused(ten_classes, options, refusal):
+    with pytest.raises(ValueError, match=refusal):
+        Predictor(ten_classes[0], CPU, **options)

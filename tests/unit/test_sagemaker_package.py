@@ -81,5 +81,5 @@ def test_user_weights_travel_as_a_state_dict(tmp_path):
     model = handler.model_fn(package.unpack(tar, str(tmp_path / "model")))
     assert model.config.weights == f"{tmp_path}/model/model.pth"
     reference = load_model("random").module.state_dict()
-    loaded = model.classify.predictor._model.state_dict()
-    assert all(torch.equal(loaded[k], reference[k]) for k in ("fc.weight", "conv1.weight"))
+    loaded = model.classify.predictor._model.state_dict()  # the network split into body and head (embeddings)
+    assert torch.equal(loaded["head.weight"], reference["fc.weight"]) and torch.equal(loaded["body.conv1.weight"], reference["conv1.weight"])

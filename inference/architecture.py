@@ -1,0 +1,123 @@
+"""Build an architecture with a state dict's weights, and split it into body and head.
+
+``check_fits(state, arch, source)`` returns the head size a state dict carries, or raises one
+``WeightsError`` line naming the missing, unexpected and misshapen keys (torch's own message is
+a multi-line block that callers used to cut to "Error(s) in loading state_dict for ResNet50:").
+``module_with(state, arch, source)`` builds ``arch`` with that head and loads the weights.
+``FeaturesAndLogits(module, arch)`` runs the network as (embedding, logits) in one pass: the
+final Linear's input is the embedding (the pooled feature). It shares every parameter with
+``module`` and leaves ``module`` itself as it was.
+
+ResNet50 comes from ``inference.resnet`` (torch only); every other architecture from
+``torchvision.models.get_model``, imported here only when one is asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from inference.archs import DEFAULT_ARCH, Arch
+from inference.names import WeightsError
+from inference.resnet import NUM_CLASSES, ResNet50
+
+StateDict = dict[str, torch.Tensor]
+SHOWN_KEYS = 3  # keys named per kind of mismatch; the rest are counted
+UNTRACKED = "num_batches_tracked"  # BatchNorm's step counter: unused in eval, absent from some exports
+
+
+def build(arch: Arch, num_classes: int = NUM_CLASSES) -> nn.Module:
+    """``arch`` with a ``num_classes`` head, initialised as torchvision does (on the current default device)."""
+    if arch.name == DEFAULT_ARCH:
+        return ResNet50(num_classes)
+    from torchvision.models import get_model  # imports torchvision whole: only for the other architectures
+
+    return get_model(arch.name, weights=None, num_classes=num_classes)
+
+
+def head_size(state: StateDict, arch: Arch) -> int | None:
+    """The class count of the head in ``state``, or None when it has no such head."""
+    weight = state.get(f"{arch.head}.weight")
+    return weight.shape[0] if isinstance(weight, torch.Tensor) and weight.ndim == 2 else None
+
+
+def check_fits(state: StateDict, arch: Arch, source: str) -> int:
+    """The class count of ``state``'s head, or WeightsError naming the keys and shapes ``arch`` lacks."""
+    with torch.device("meta"):  # shapes only: no memory, no init work
+        expected = build(arch, head_size(state, arch) or NUM_CLASSES).state_dict()
+    _refuse_mismatch(state, expected, arch, source)
+    return head_size(state, arch)
+
+
+def module_with(state: StateDict, arch: Arch, source: str) -> nn.Module:
+    """``arch`` holding copies of ``state``'s tensors, in eval mode; WeightsError naming what does not fit."""
+    num_classes = check_fits(state, arch, source)
+    with torch.device("meta"):  # no init work: every tensor comes from ``state``
+        module = build(arch, num_classes)
+    # Copies, so no caller's module (moved, cast, compiled) can touch the cached tensors.
+    owned = {name: tensor.clone() for name, tensor in state.items()}
+    for name in module.state_dict().keys() - owned.keys():  # check_fits allows only untracked counters here
+        owned[name] = torch.zeros((), dtype=torch.long)
+    module.load_state_dict(owned, assign=True)
+    return module.eval()
+
+
+def _refuse_mismatch(state: StateDict, expected: StateDict, arch: Arch, source: str) -> None:
+    missing = [key for key in expected if key not in state and not key.endswith(UNTRACKED)]
+    unexpected = [key for key in state if key not in expected]
+    misshapen = [f"{key} {tuple(state[key].shape)} where {arch.name} has {tuple(expected[key].shape)}"
+                 for key in expected if key in state and state[key].shape != expected[key].shape]
+    problems = [f"{len(keys)} {kind} ({_some(keys)})" for kind, keys in
+                (("missing keys", missing), ("unexpected keys", unexpected), ("shapes differ", misshapen)) if keys]
+    if problems:
+        raise WeightsError(f"{source}: not a {arch.name} state dict: {'; '.join(problems)}; "
+                           f"pass the architecture it was trained as (--arch), or a {arch.name} checkpoint")
+
+
+def _some(keys: list[str]) -> str:
+    return ", ".join(keys[:SHOWN_KEYS]) + (f", and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else "")
+
+
+class FeaturesAndLogits(nn.Module):
+    """``module`` as (features (N, D), logits (N, C) or None): the body up to the head, then the head.
+
+    ``predictions=False``: embeddings only, the head is skipped. One module, so ``torch.compile``
+    sees one graph either way; ``head(body(x))`` is exactly ``module(x)``.
+    """
+
+    def __init__(self, module: nn.Module, arch: Arch, predictions: bool = True) -> None:
+        super().__init__()
+        body, head = split_head(module, arch)
+        self.body = body
+        self.head = head if predictions else None
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # (N, 3, H, W) -> (N, D), (N, C)
+        features = self.body(x)
+        return features, None if self.head is None else self.head(features)
+
+
+def split_head(module: nn.Module, arch: Arch) -> tuple[nn.Module, nn.Linear]:
+    """(body, head): ``body(x)`` is the embedding, ``head(body(x)) == module(x)``; parameters shared.
+
+    The modules on the path to the head are shallow copies with their own child table, so
+    ``module`` itself keeps its head (its state dict and forward are unchanged).
+    """
+    *parents, leaf = arch.head.split(".")
+    body = node = _own_children(module)
+    for name in parents:
+        child = _own_children(node._modules[name])
+        node._modules[name] = child
+        node = child
+    head = node._modules[leaf]
+    if not isinstance(head, nn.Linear):
+        raise TypeError(f"{arch.name}: {arch.head} is a {type(head).__name__}, not the final nn.Linear")
+    node._modules[leaf] = nn.Identity()
+    return body, head
+
+
+def _own_children(module: nn.Module) -> nn.Module:
+    twin = copy.copy(module)  # shares parameters and buffers; gets its own table of children below
+    twin._modules = module._modules.copy()
+    return twin

@@ -1,0 +1,133 @@
+"""What model a job runs, decided once by the driver: ``describe_model(...) -> ModelSpec``.
+
+The driver calls ``describe_model`` before any work; every refusal (weights that cannot be read
+or do not fit the architecture, names that are missing, repeated or miscounted, a bad recipe)
+is one ``WeightsError`` line. The ``ModelSpec`` it returns is frozen, picklable and torch-free:
+ship it to every worker, which calls ``inference.load_model(spec)``; record ``spec.to_dict()`` in
+the manifest and part footers (``--resume`` compares them).
+
+Resolution rules:
+- classes: the checkpoint's head size (``imagenet`` and ``random``: 1,000);
+- names: ``labels`` (a file) > the checkpoint's ``class_names``/``classes`` > torchvision's
+  ImageNet names for ``imagenet`` > none (``random``, or a checkpoint without names);
+- recipe: ``recipe_overrides`` > the checkpoint's ``recipe`` > the architecture's torchvision
+  default (``inference.archs``; ResNet50: ``IMAGENET_RECIPE``), each a subset of the four fields.
+``random`` weights are described without importing torch, so a throughput run's driver never
+pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from inference.archs import DEFAULT_ARCH, Arch, arch_named
+from inference.labels import check_names, imagenet_names, labels_from_file, names_sha256
+from inference.names import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, WeightsError
+from preprocess.recipe import Recipe
+from storage import redact
+
+IMAGENET_CLASSES = 1000  # the head of ``imagenet`` and ``random`` weights
+IMAGENET_NAMES_SOURCE = "torchvision ImageNet categories"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    weights: str  # --weights as given: imagenet, random, or the path / s3:// URI workers read again
+    arch: str  # a name in inference.archs.ARCHS
+    num_classes: int  # the head's size: one score per class
+    recipe: Recipe  # the pixels the model expects: resize, crop, mean, std
+    embedding_dim: int  # length of the pooled feature (the head's input): ResNet50 2048
+    class_names: tuple[str, ...] | None = None  # by class index; None: no names known (label_name null)
+    names_source: str | None = None  # "labels <uri>", "checkpoint <uri>" or IMAGENET_NAMES_SOURCE
+    names_sha256: str | None = None  # inference.labels.names_sha256: the names' identity, for --resume
+    weights_sha256: str | None = None  # a user checkpoint's bytes: workers refuse a file changed under them
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (lists, not tuples), for the manifest, part footers and a SageMaker archive.
+
+        Credentials in ``weights`` are redacted: ``from_dict`` of it can describe, not re-read, such a URI.
+        """
+        record = asdict(self)
+        record.update(weights=redact(self.weights), recipe=self.recipe.to_dict(),
+                      class_names=None if self.class_names is None else list(self.class_names))
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> ModelSpec:
+        """The spec ``to_dict`` wrote (a SageMaker handler reading its archive, a test)."""
+        names = record.get("class_names")
+        try:
+            recipe = Recipe().updated(record["recipe"], "the model description's recipe")
+            return cls(**{**record, "recipe": recipe, "class_names": None if names is None else tuple(names)})
+        except (KeyError, TypeError, ValueError) as e:
+            raise WeightsError(f"not a model description ({e}); write it with ModelSpec.to_dict") from e
+
+
+def describe_model(
+    weights: str,
+    *,
+    arch: str = DEFAULT_ARCH,
+    labels: str | None = None,
+    recipe_overrides: Mapping[str, object] | None = None,
+    s3_endpoint_url: str | None = None,
+) -> ModelSpec:
+    """Resolve ``weights`` (imagenet, random, a path or s3:// URI) into the spec every worker uses.
+
+    ``labels``: a names file (path or s3://); ``recipe_overrides``: any of resize, crop, mean, std.
+    Reads the checkpoint (cached for this process's own ``load_model``); WeightsError when unusable.
+    """
+    chosen = arch_named(arch)
+    num_classes, saved_names, saved_recipe, sha256 = IMAGENET_CLASSES, None, None, None
+    if weights != RANDOM_WEIGHTS:
+        num_classes, saved_names, saved_recipe, sha256 = _read(weights, chosen, s3_endpoint_url)
+    names, source = _names(weights, labels, saved_names, num_classes, s3_endpoint_url)
+    return ModelSpec(
+        weights=weights, arch=chosen.name, num_classes=num_classes,
+        recipe=_recipe(chosen, saved_recipe, recipe_overrides, redact(weights)), embedding_dim=chosen.embedding_dim,
+        class_names=names, names_source=source, names_sha256=None if names is None else names_sha256(names),
+        weights_sha256=sha256,
+    )
+
+
+def _read(weights: str, arch: Arch, s3_endpoint_url: str | None) -> tuple[int, object, object, str | None]:
+    """(classes, saved names, saved recipe, sha256) of weights that are not ``random``: torch from here."""
+    from inference.architecture import check_fits
+    from inference.model import weights_for
+
+    checkpoint = weights_for(weights, arch.name, s3_endpoint_url)
+    if weights == IMAGENET_WEIGHTS:
+        return IMAGENET_CLASSES, None, None, None
+    classes = check_fits(checkpoint.state, arch, redact(weights))
+    return classes, checkpoint.class_names, checkpoint.recipe, checkpoint.sha256
+
+
+def _names(weights: str, labels: str | None, saved: object, num_classes: int,
+           s3_endpoint_url: str | None) -> tuple[tuple[str, ...] | None, str | None]:
+    if labels is not None:
+        source = f"labels {redact(labels)}"
+        return check_names(labels_from_file(labels, s3_endpoint_url), num_classes, source), source
+    if saved is not None:
+        source = f"checkpoint {redact(weights)}"
+        return check_names(saved, num_classes, source), source
+    if weights == IMAGENET_WEIGHTS:
+        return check_names(imagenet_names(), num_classes, IMAGENET_NAMES_SOURCE), IMAGENET_NAMES_SOURCE
+    return None, None
+
+
+def _recipe(arch: Arch, saved: object, overrides: Mapping[str, object] | None, shown: str) -> Recipe:
+    recipe = arch.recipe
+    try:
+        if saved is not None:
+            if not isinstance(saved, Mapping):
+                raise ValueError(f"{shown}: its recipe must be a dict of resize, crop, mean, std, found {saved!r}")
+            recipe = recipe.updated(saved, f"the recipe in {shown}")
+        if overrides:
+            recipe = recipe.updated(overrides, "the recipe options")
+    except ValueError as e:
+        raise WeightsError(str(e)) from e
+    if arch.input_size is not None and recipe.crop != arch.input_size:
+        raise WeightsError(f"{arch.name} takes {arch.input_size}x{arch.input_size} images only (its position "
+                           f"embeddings fix the size); the recipe crops {recipe.crop}: set crop to {arch.input_size}")
+    return recipe
