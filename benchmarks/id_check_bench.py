@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        checked = check_unique_ids(location, files, "id", as_text=not args.int_ids)
+        checked = check_unique_ids(location, files, "id", as_text=not args.int_ids).ids
         seconds.append(time.perf_counter() - start)
     assert checked == args.ids, (checked, args.ids)
     median = statistics.median(seconds)

@@ -47,6 +47,11 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                     help="for inputs known to be clean: saves one read of the id column, about 0.3 s per million ids "
                          "(a repeated id is then found only after the run)")
     io.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
+    io.add_argument("--incremental", action="store_true",
+                    help="on an output a finished run left: run only the input files added or changed since (size, "
+                         "modification time), delete the parts of files gone, keep the rest unread; the first run "
+                         "into an empty --output runs everything. Each run's manifest stays in _history/")
+    io.add_argument("--keep-removed", action="store_true", help="--incremental: keep the parts of input files that are gone")
     io.add_argument("--resume", action="store_true",
                     help="finish an interrupted job on --output: keep its committed parts, run only the other input files "
                          "(a finished job: nothing to do)")

@@ -37,6 +37,10 @@ class JobConfig:
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
+    # On a finished output: run only the input files added or changed since (by size and modification
+    # time), drop the parts of files gone, keep the rest unread (job.table). Implies --resume's keeping.
+    incremental: bool = False
+    keep_removed: bool = False  # --incremental: keep the parts of input files that are gone (default: delete them)
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
     compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
 
@@ -54,6 +58,11 @@ class JobConfig:
         _require(self.decode in (None, "cpu") or self.raw_shape is None,
                  f"--decode {self.decode} decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
         _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")
+        _require(not (self.incremental and self.overwrite),
+                 "--incremental keeps what the output holds and --overwrite replaces it; pass one of them")
+        _require(not (self.incremental and self.limit), "--limit takes part of the input, --incremental all of it; pass one of them")
+        _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
+                 "--incremental run; add --incremental")
         _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
                  "--output must differ from --input")
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),

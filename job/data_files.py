@@ -1,6 +1,7 @@
 """Which files under an input prefix are data: the listing every plan starts from.
 
-``list_data_files(location)`` lists the prefix recursively (Hive-style partition folders such
+``list_data_files(location)`` lists the prefix recursively, with each file's identity (size and
+modification time: what the listing itself tells, no read of the file), (Hive-style partition folders such
 as ``date=2026-11-01/part-0.parquet`` are read; their keys are not needed, every row has its
 id) and keeps what a Parquet reader would read. It skips what writers leave beside the data,
 by the convention Spark, Hive and pyarrow.dataset share: any file or folder whose name starts
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
@@ -32,12 +34,27 @@ TABLE_LOGS = {
 }
 
 
-def list_data_files(location: Location) -> list[str]:
-    """The data files under ``location`` (paths inside its filesystem), sorted; raise JobError if none."""
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which version of an input file a part was made from: a replaced file differs in one of these.
+
+    S3's listing gives no ETag through pyarrow; its LastModified (whole seconds) changes on every
+    PUT, so only a same-size replacement within the same second would go unseen.
+    """
+
+    size: int  # bytes
+    mtime_ns: int | None  # local mtime, or S3's LastModified; None where the store gives none
+
+    def to_dict(self) -> dict:
+        return {"size": self.size, "mtime_ns": self.mtime_ns}
+
+
+def list_data_files(location: Location) -> dict[str, FileIdentity]:
+    """The data files under ``location`` (paths inside its filesystem, sorted) and their identities; JobError if none."""
     with storage_errors(location.uri):
         info = location.filesystem.get_file_info(location.path)
         if info.type == pafs.FileType.File:
-            return [location.path]
+            return {location.path: _identity(info)}
         if info.type == pafs.FileType.NotFound:
             require_bucket(location, "--input")
             raise JobError(f"{location.uri}: no such file or prefix; check --input")
@@ -45,10 +62,15 @@ def list_data_files(location: Location) -> list[str]:
     relative = {i.path: posixpath.relpath(i.path, location.path) for i in infos}
     _refuse_table_logs(location, relative.values())
     _refuse_dangling_links(location)
-    paths = sorted(i.path for i in infos if i.type == pafs.FileType.File and is_data_file(relative[i.path]))
-    if not paths:
+    files = {i.path: _identity(i) for i in sorted(infos, key=lambda i: i.path)
+             if i.type == pafs.FileType.File and is_data_file(relative[i.path])}
+    if not files:
         raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input")
-    return paths
+    return files
+
+
+def _identity(info: pafs.FileInfo) -> FileIdentity:
+    return FileIdentity(info.size, info.mtime_ns)
 
 
 def is_data_file(relative_path: str) -> bool:

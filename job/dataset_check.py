@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from job.columns import Footer, InputColumns, check_columns
 from job.errors import JobError
-from job.unique_ids import check_unique_ids
+from job.unique_ids import CheckedIds, check_unique_ids
 from storage import Location, storage_errors
 
 # Footers are small; reading many at once hides S3 latency when planning thousands of files.
@@ -32,7 +32,12 @@ class DatasetReport:
     files: tuple[tuple[str, int], ...]  # (path, rows to read) of the files to run, in order; --limit applied
     columns: InputColumns  # the id column (or None: "<file name>:<row>" ids), shape columns, how ids hash
     empty: tuple[str, ...]  # files with no rows (0 bytes, or a Parquet file of 0 rows): nothing to run
-    ids_checked: int | None  # non-null ids found unique; None when the id check was skipped or ids are positional
+    ids: CheckedIds | None  # what the id check found (each file's ids digest); None when skipped or ids are positional
+
+    @property
+    def ids_checked(self) -> int | None:
+        """Non-null ids read and found unique; None when none were read."""
+        return self.ids.ids if self.ids is not None else None
 
     @property
     def rows(self) -> int:
@@ -56,13 +61,13 @@ def check_dataset(
         raise JobError(f"{location.uri}: the input has no rows; nothing to do")
     columns = check_columns(location, with_rows, image_column=image_column, id_column=id_column, raw_shape=raw_shape)
     files = take_rows([(f.path, f.rows) for f in with_rows], limit)
-    ids_checked = None
+    ids = None
     if columns.id_column is None:
         _require_distinct_names(location, [path for path, _ in files])
     elif check_ids:
-        ids_checked = check_unique_ids(location, files, columns.id_column, columns.ids_as_text)
+        ids = check_unique_ids(location, files, columns.id_column, columns.ids_as_text)
     empty = tuple(f.path for f in footers if f.rows == 0)
-    return DatasetReport(tuple(files), columns, empty, ids_checked)
+    return DatasetReport(tuple(files), columns, empty, ids)
 
 
 def read_footers(location: Location, paths: Sequence[str]) -> list[Footer]:

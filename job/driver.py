@@ -2,18 +2,19 @@
 
 ``Engine.main`` (``job.engine``) calls ``run_job(engine, config, args)``. It prepares in a thread
 while the engine starts in this one (``engine.start``: a Ray session, a Spark session), so
-start-up is the two side by side:
+start-up is the two side by side; an ``--incremental`` run prepares first and starts no engine
+when the input has nothing new:
 
-- ``prepare_job`` does everything that can fail before any work: the built-in sample, the input
-  plan (``job.plan``: the dataset checks), the output's lease (``job.lease``: one run per output
-  prefix), the output prefix (``job.prefix``: refuse, clear, or find the parts of an interrupted
-  run), the weights (loaded once here, so a bad checkpoint stops the job before 100 workers try).
-- ``decide`` then fixes how the run computes, once, from the config, the engine's capabilities
-  and the devices the started engine reports (``job.execution``), and checks that what
-  ``--resume`` keeps was made the same way. The engine gets a frozen ``Job``: it reads it, never
+- ``prepare_job`` does everything that can fail before any work: the built-in sample, the output's
+  lease (``job.lease``: one run per output prefix), the table an incremental run continues
+  (``job.table``), the input plan (``job.plan``: the dataset checks, on the new files only when
+  incremental), the output prefix (``job.prefix``: refuse, clear, or keep parts), the weights
+  (loaded once here, so a bad checkpoint stops the job before 100 workers try).
+- ``decide_job`` then fixes how the run computes, once, from the config, the engine's
+  capabilities and the devices the started engine reports (``job.execution``), and checks that
+  what the run keeps was made the same way. The engine gets a frozen ``Job``: it reads it, never
   rewrites it, runs ``job.pending`` and commits one part per input file through ``job.parts``.
-- ``finish_job`` verifies every part against the whole plan, checks the lease is still this
-  run's and writes the manifest last.
+- ``job.finish.finish_job`` verifies the table, writes its ids index and the manifest last.
 The lease is renewed from prepare to the manifest and released after, whatever happened; a
 crashed process's lease stops being renewed and expires.
 """
@@ -35,12 +36,15 @@ from typing import TYPE_CHECKING
 from inference.names import RANDOM_WEIGHTS
 from job import prefix, report, sample
 from job.config import JobConfig
+from job.errors import JobError
 from job.execution import Devices, Execution, decide
+from job.finish import finish_job
+from job.incremental import check_new_ids
 from job.lease import LeaseOwner, OutputLease
-from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
-from job.parts import STAGING, Parts, output_options, part_name
+from job.manifest import MANIFEST, Manifest
+from job.parts import STAGING, Parts, input_relpath, output_options, part_name
 from job.plan import InputPlan, plan_input
-from job.timeline import summarize
+from job.table import Snapshot, columns_of, unchanged_files
 from storage import Location, require_bucket, resolve
 
 if TYPE_CHECKING:
@@ -68,10 +72,25 @@ class PreparedJob:
     run_id: str
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
+    previous: Manifest | None = None  # the finished run an --incremental run continues
     state: prefix.OutputState = field(default_factory=prefix.OutputState)  # what the output prefix held
 
     def part_name(self, path: str) -> str:
         return part_name(self.plan.location.path, path)
+
+    def relpath(self, path: str) -> str:
+        return input_relpath(self.plan.location.path, path)
+
+    @property
+    def pending(self) -> InputPlan:
+        """The planned files without a part this run keeps: what the engine runs."""
+        kept = self.state.kept
+        return dataclasses.replace(self.plan, files=tuple(f for f in self.plan.files if self.part_name(f.path) not in kept))
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """--resume on a finished job: its manifest is the answer."""
+        return self.state.finished is not None and not self.config.incremental
 
 
 @dataclass
@@ -95,10 +114,12 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as pool:
         preparing = pool.submit(prepare_job, config)
         with _released_at_the_end(preparing):
+            if config.incremental and not preparing.result().pending.files:  # no engine is started for nothing
+                return without_engine(preparing.result(), engine, started_at)
             with engine.start(args) as session:
                 prepared = preparing.result()
                 job = decide_job(prepared, engine, session.devices())
-                if prepared.state.finished is not None:
+                if prepared.nothing_to_do:
                     return prepared.state.finished.to_dict()
                 began = time.perf_counter()
                 run = engine.execute(job, session, args) if job.pending.files else EngineRun(settings={})
@@ -115,24 +136,43 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     release it. If preparing fails after taking the lease, the lease is released here.
     """
     config = _with_defaults(config)
-    plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)
-    output = resolve(config.output, config.s3_endpoint_url)
+    source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
     require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
-    # --overwrite and --resume are the answers to a run that died; both may take its expired lease.
-    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), take_over_expired=config.resume or config.overwrite)
+    # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.
+    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id),
+                                take_over_expired=config.resume or config.overwrite or config.incremental)
     with ExitStack() as holding:
         holding.enter_context(lease.held())
-        job = PreparedJob(config, plan, output, run_id, lease, ExitStack())
-        job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files})
-        _check_weights(job)
+        previous = _continued(output, config)
+        snapshot = Snapshot.from_dict(previous.table) if previous is not None else None
+        plan = plan_input(source, config, *((unchanged_files(snapshot, source.path), columns_of(snapshot.columns))
+                                           if snapshot is not None else ()))
+        job = PreparedJob(config, plan, output, run_id, lease, ExitStack(), previous)
+        job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files}, previous)
+        if job.pending.files:
+            _check_weights(job)
+            if snapshot is not None and snapshot.index is not None and not config.skip_id_check:
+                kept = {job.relpath(f.path): job.part_name(f.path) for f in plan.files if job.part_name(f.path) in job.state.kept}
+                check_new_ids(plan, list(job.pending.files), output, snapshot.index, kept)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
 
 
+def _continued(output: Location, config: JobConfig) -> Manifest | None:
+    """The manifest of the finished run an --incremental run continues; None for a first run (or not incremental)."""
+    if not config.incremental or not prefix.has_manifest(output):
+        return None
+    previous = prefix.finished_manifest(output)
+    if previous.table is None:
+        raise JobError(f"{output.uri_of(output.join(MANIFEST))} was written by an older version, without the table's "
+                       "snapshot --incremental needs; run once with --overwrite to redo the table, then --incremental")
+    return previous
+
+
 def _check_weights(job: PreparedJob) -> None:
     """Load the weights once here, so a bad checkpoint fails now, not in 100 workers."""
-    if job.state.finished is not None or job.config.weights == RANDOM_WEIGHTS:
+    if job.config.weights == RANDOM_WEIGHTS:
         # Seeded random weights cannot fail: building them here would only put torch's import
         # on the driver's path to the first batch.
         return
@@ -142,27 +182,46 @@ def _check_weights(job: PreparedJob) -> None:
 
 
 def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
-    """The run's ``Execution``, decided once; what --resume keeps must have been made the same way."""
-    config, plan = prepared.config, prepared.plan
-    pending = dataclasses.replace(plan, files=tuple(f for f in plan.files if prepared.part_name(f.path) not in prepared.state.kept))
+    """The run's ``Execution``, decided once; what the run keeps must have been made the same way."""
+    config, plan, pending = prepared.config, prepared.plan, prepared.pending
     execution = decide(config, engine.capabilities, devices, images=pending.rows, engine=engine.name)
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, prepared.state, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options)
-    if prepared.state.finished is not None:
+    if not prepared.nothing_to_do:
+        _say_what_runs(prepared, execution)
+    elif not config.incremental:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
-    else:
-        _say_what_runs(config, plan, pending, execution)
     return Job(config, execution, pending, parts, prepared.run_id)
 
 
-def _say_what_runs(config: JobConfig, plan: InputPlan, pending: InputPlan, execution: Execution) -> None:
+def without_engine(prepared: PreparedJob, engine: Engine, started_at: float) -> dict:
+    """--incremental with no input file added or changed: no engine. Files gone lose their parts; else nothing is written.
+
+    The options must still be the table's: decided for the devices the table's last run had.
+    """
+    previous = prepared.previous
+    recorded = previous.execution if previous is not None else {}
+    job = decide_job(prepared, engine, Devices(recorded.get("device", "cpu"), recorded.get("device_name")))
+    if prepared.state.removed or previous is None:
+        manifest = finish_job(prepared, job, engine, 0.0, EngineRun(settings={}), started_at)
+        report.print_summary(manifest)
+        return manifest.to_dict()
+    print(f"--incremental: nothing new in {prepared.config.input} since run {previous.run_id} "
+          f"({len(prepared.plan.files)} files unchanged); the table stays as it is", file=sys.stderr)
+    return previous.to_dict()
+
+
+def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
+    config, plan, pending = prepared.config, prepared.plan, prepared.pending
     print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}; "
           f"{execution.device}, decode {execution.decode}, batch {execution.batch_size}, {execution.precision}"
           f"{', compiled' if execution.compile else ''}", file=sys.stderr)
-    if config.resume:
-        print(f"--resume: {len(plan.files) - len(pending.files)} of {len(plan.files)} files already committed, "
-              f"running {len(pending.files)}", file=sys.stderr)
+    kept = len(plan.files) - len(pending.files)
+    if config.resume or config.incremental:
+        removed = f", removing the parts of {len(prepared.state.removed)} files gone" if prepared.state.removed else ""
+        flag = "--incremental" if config.incremental else "--resume"
+        print(f"{flag}: {kept} of {len(plan.files)} files kept, running {len(pending.files)}{removed}", file=sys.stderr)
 
 
 @contextmanager
@@ -181,30 +240,6 @@ def _released_at_the_end(preparing: Future) -> Iterator[None]:
         raise
     if preparing.exception() is None:
         preparing.result().holding.close()
-
-
-def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, run: EngineRun, started_at: float) -> Manifest:
-    """Verify every part against the plan, clear temporaries, write the manifest; returns it."""
-    expected = {job.parts.name(f): f for f in prepared.plan.files}
-    counts, examples = prefix.verify(prepared.output, expected)
-    prefix.clear_staging(prepared.output)
-    rows_run = job.pending.rows
-    manifest = Manifest(
-        engine=engine.name, run_id=job.run_id, input=job.config.input, output=job.config.output,
-        config=job.config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=counts,
-        input_files=InputFiles(total=len(prepared.plan.files), resumed=len(prepared.state.kept), run=len(job.pending.files),
-                               rows_run=rows_run),
-        seconds=round(seconds, 3),
-        # This run's images: with --resume, the rows of the files it ran, not those it kept.
-        images_per_sec=round(rows_run / seconds, 2) if seconds > 0 else None,
-        timeline=summarize(run.progress, run.device_seconds, seconds, run.predictors, started_at),
-        files=sorted(expected), error_examples=examples,
-        versions=report.versions(*engine.packages), hardware=report.hardware(), settings=run.settings,
-        manifest=prepared.output.uri_of(prepared.output.join(MANIFEST)),
-    )
-    prepared.lease.check()  # the manifest is written only by the run that holds the output
-    write_manifest(prepared.output, manifest)
-    return manifest
 
 
 def _with_defaults(config: JobConfig) -> JobConfig:

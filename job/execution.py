@@ -62,6 +62,7 @@ class Execution:
     """How this run computes. Every field is decided; ``reasons`` says where each came from."""
 
     device: DeviceKind  # where the predictors run
+    device_name: str | None  # the GPU's name when the engine knows it (precision's default follows it)
     decode: DecodeMode  # who decodes JPEGs (job.stages.Preprocess routes by it)
     auto_adapts: bool  # decode "auto": whether its split follows the device (False: it stays at its start)
     batch_size: int  # images per model call
@@ -106,7 +107,7 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
     _check_precision(precision, devices)
     compile_option = _chosen("compile", config.compile, DEFAULT_COMPILE, reasons)
     compiled = compile_option == "on" or (compile_option == "auto" and compile_by_size(images, devices.kind))
-    return Execution(device=devices.kind, decode=decode, auto_adapts=decode == "auto" and capabilities.adapts_auto,
+    return Execution(device=devices.kind, device_name=devices.name, decode=decode, auto_adapts=decode == "auto" and capabilities.adapts_auto,
                      batch_size=batch_size, precision=precision, compile=compiled, recipe=recipe, reasons=reasons)
 
 

@@ -1,6 +1,6 @@
 """``_SUCCESS.json``: the typed record of a finished job, written last, trusted by every reader.
 
-Use ``Manifest`` to write one (``job.driver.finish_job``) and to read one (``read_manifest``:
+Use ``Manifest`` to write one (``job.finish.finish_job``) and to read one (``read_manifest``:
 ``--resume``, parity, the compare report). Its fields are the contract every engine fills
 the same way; what only one engine knows (Ray's actor counts, Spark's master, SageMaker's
 shards) goes under ``settings``, so a reader never has to guess which keys are whose.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from storage import Location, storage_errors
 
 MANIFEST = "_SUCCESS.json"
-# Fields a reader does without: written since a later version ("execution"), or empty by default.
-OPTIONAL = {"settings", "manifest", "execution"}
+# Fields a reader does without: written since a later version ("execution", "table"), or empty by default.
+OPTIONAL = {"settings", "manifest", "execution", "table"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class Manifest:
     hardware: dict
     settings: dict = field(default_factory=dict)  # the engine's own facts (actors, master, shards...)
     manifest: str = ""  # this file's URI
+    # The table's snapshot (job.table.Snapshot): each input file's part, the input's identity, the
+    # ids index, what this run added, replaced and removed. None in manifests of older versions.
+    table: dict | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -83,10 +86,10 @@ class Manifest:
         return cls(**values)
 
 
-def write_manifest(location: Location, manifest: Manifest) -> str:
-    """Write ``_SUCCESS.json`` (one PUT: atomic on S3); returns its URI."""
-    path = location.join(MANIFEST)
-    with storage_errors(location.uri), location.filesystem.open_output_stream(path) as out:
+def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST) -> str:
+    """Write ``_SUCCESS.json`` (or a copy under ``name``) in one PUT: atomic on S3; returns its URI."""
+    path = location.join(name)
+    with storage_errors(location.uri), location.writer(path) as out:
         out.write(json.dumps(manifest.to_dict(), indent=2, default=str).encode())
     return location.uri_of(path)
 

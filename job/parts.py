@@ -6,7 +6,8 @@ after an actor died writes the same part again, with the same rows. ``Parts.writ
 part visible whole or not at all: locally a temporary file under ``_staging/`` renamed into
 place (atomic within a filesystem); on S3 one PUT of the finished bytes (an object appears
 only once its upload completes; S3 has no rename). Each footer records the input file, its
-rows and the job's options, which ``--resume`` checks (``job.prefix``).
+rows, the input file's identity (size, modification time) and the job's options, which
+``--resume`` checks (``job.prefix``): a part of a replaced input file is redone.
 
 ``PartCollector`` is for rows of several files arriving interleaved and maybe twice (the Ray
 driver's stream, a Spark task's partition): every row carries its input file index and its
@@ -39,7 +40,7 @@ from storage import Location, storage_errors
 
 STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
 PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
-PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options"}
+PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options", "identity"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
 OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "topk", "max_pixels")
@@ -86,7 +87,8 @@ class Parts:
         if table.num_rows != file.rows:
             raise RuntimeError(f"{file.path}: {table.num_rows} output rows for {file.rows} input rows; its part was not written")
         name, fs = self.name(file), self.output.filesystem
-        record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options}
+        record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options,
+                  "identity": file.identity.to_dict() if file.identity is not None else None}
         data = _serialize(table.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA), {PART_METADATA: json.dumps(record)})
         final = self.output.join(name)
         with storage_errors(self.output.uri_of(final)):

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.columns import SHAPE_COLUMNS  # per-row raw pixel shape, when present; imported from here too
+from job.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
+from job.errors import JobError
 from job.config import JobConfig
-from job.data_files import list_data_files
+from job.data_files import FileIdentity, list_data_files
 from job.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from storage import Location, storage_errors
 
@@ -34,6 +35,8 @@ __all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "pl
 class InputFile:
     path: str  # inside the input filesystem
     rows: int  # rows to take from the start of the file (all of them unless --limit cut it)
+    identity: FileIdentity | None = None  # the version listed (size, mtime): its part records it; --resume compares
+    ids_digest: int | None = None  # its ids' digest from the id check (job.unique_ids); the final check compares
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class InputPlan:
     id_column: str | None  # None: ids are "<file name>:<row index>"
     image_column: str
     shape_columns: bool  # raw pixels with per-row height/width/channels columns
+    ids_as_text: bool = True  # False: integer ids, hashed (job.id_hash) as numbers
 
     @property
     def rows(self) -> int:
@@ -53,14 +57,34 @@ class InputPlan:
         return [self.image_column, *([self.id_column] if self.id_column else []), *shape]
 
 
-def plan_input(location: Location, config: JobConfig) -> InputPlan:
-    """List and check the input (JobError, one line, on a problem), before any work is scheduled."""
-    report = check_dataset(location, list_data_files(location), image_column=config.image_column,
+def plan_input(location: Location, config: JobConfig, unchanged: Mapping[str, InputFile] | None = None,
+               columns: InputColumns | None = None) -> InputPlan:
+    """List and check the input (JobError, one line, on a problem), before any work is scheduled.
+
+    ``unchanged`` and ``columns``: the files an earlier run already covered (an incremental run,
+    by path) and the columns it read: a file the listing shows with the same identity is kept
+    without reading its footer again; the others are checked, and must have those columns.
+    """
+    listing = list_data_files(location)
+    unchanged = unchanged or {}
+    kept = {path: unchanged[path] for path in listing if path in unchanged and unchanged[path].identity == listing[path]}
+    to_check = [path for path in listing if path not in kept]
+    if not to_check and columns is not None:
+        return _plan(location, config, tuple(kept.values()), columns)
+    report = check_dataset(location, to_check, image_column=config.image_column,
                            id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
                            check_ids=not config.skip_id_check)
     _say_skipped(location, report)
-    files = tuple(InputFile(path, rows) for path, rows in report.files)
-    return InputPlan(location, files, report.columns.id_column, config.image_column, report.columns.shape_columns)
+    if columns is not None and report.columns != columns:
+        raise JobError(f"{location.uri_of(report.files[0][0])}: the new input files' columns ({report.columns}) differ from "
+                       f"the table's ({columns}); make them agree, or pass --overwrite to redo the table from them")
+    digests = report.ids.digests if report.ids is not None else {}
+    checked = [InputFile(path, rows, listing[path], digests.get(path)) for path, rows in report.files]
+    return _plan(location, config, tuple(sorted([*kept.values(), *checked], key=lambda f: f.path)), report.columns)
+
+
+def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], columns: InputColumns) -> InputPlan:
+    return InputPlan(location, files, columns.id_column, config.image_column, columns.shape_columns, columns.ids_as_text)
 
 
 def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tuple[list[str], pa.RecordBatch]]:

@@ -1,27 +1,28 @@
-"""The driver side of the output prefix: what it holds, what this run may do with it, whether it is whole.
+"""The driver side of the output prefix: what it holds, and what this run may do with it.
 
 An output prefix holds::
 
-    part-<stem>-<8 hex>.parquet   one per planned input file, with every row of that file (job.parts)
+    part-<stem>-<8 hex>.parquet   one per input file, with every row of that file (job.parts)
+    _SUCCESS.json                 written last, after every part was verified (job.manifest): the table's snapshot
+    _index/<run id>.parquet       the table's ids as hashes, named by the manifest (job.table)
+    _history/<run id>.json        every finished run's manifest
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
-    _SUCCESS.json                 written last, after every part was verified (job.manifest)
     _lease.json                   while a run writes the prefix: who, until when (job.lease)
 
 Before any work, ``prepare_output`` decides what an existing prefix means for this run:
 - empty (or absent): every planned input file runs;
-- finished (a manifest): refused, unless ``--overwrite`` (cleared, then a full run) or
-  ``--resume`` (nothing to do: the job returns the manifest and exits 0, so a scheduler's
-  retry of a finished job is a no-op);
-- partial (parts, no manifest: an earlier run was killed): refused, unless ``--overwrite`` or
-  ``--resume``, which keeps each part whose footer says it holds every planned row of its
-  input file under the same options, and runs only the other files.
-Files this job does not write are never deleted: a prefix holding any is refused. The caller
-holds the prefix's lease (``job.driver``), so no other run changes it meanwhile; ``--overwrite``
-clears everything but that lease.
-
-After the work, ``verify`` holds every part against the plan (rows in == rows out, no id
-twice) before the manifest is written; it keeps the ids in memory (about 30 bytes a row),
-the only driver state that grows with the dataset, and reads each part whole, in one GET.
+- finished (a manifest): ``--incremental`` keeps the part of every input file unchanged since
+  (the manifest's snapshot says so; the part is not read), runs the added and changed ones, and
+  drops the parts of files gone (``removed``); ``--resume`` has nothing to do (the job returns the
+  manifest and exits 0, so a scheduler's retry of a finished job is a no-op); ``--overwrite``
+  clears it for a full run; anything else is refused;
+- partial (parts, no manifest: an earlier run was killed): refused, unless ``--overwrite``, or
+  ``--resume``/``--incremental``, which keep each part whose footer says it holds every planned row
+  of the same version of its input file (size, modification time), and run only the other files.
+The options the kept parts were made with are checked once the run's plan is decided
+(``require_same_options``). Files this job does not write are never deleted: a prefix holding
+any is refused. The caller holds the prefix's lease (``job.driver``), so no other run changes it
+meanwhile; ``--overwrite`` clears everything but that lease. ``job.verify`` checks the parts after the work.
 """
 
 from __future__ import annotations
@@ -33,34 +34,32 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from job.config import JobConfig
 from job.errors import JobError
 from job.lease import LEASE_NAME
-from job.manifest import MANIFEST, Counts, Manifest, read_manifest
+from job.manifest import MANIFEST, Manifest, read_manifest
 from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
 from job.plan import FOOTER_READ_THREADS, InputFile
+from job.table import HISTORY_DIR, INDEX_DIR, Snapshot
 from storage import Location, storage_errors
-
-ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
-
 
 @dataclass(frozen=True)
 class OutputState:
-    finished: Manifest | None = None  # with --resume on a finished job: its manifest
-    # --resume: the committed parts it keeps (name -> footer record); their input files are skipped.
+    finished: Manifest | None = None  # the finished run this one continues (--incremental) or finds done (--resume)
+    # The committed parts this run keeps (name -> footer record; None: kept unread, the snapshot vouches
+    # for it); their input files are not run again.
     kept: Mapping[str, dict | None] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()  # parts of input files no longer planned: deleted once the new manifest is written
 
 
-def prepare_output(location: Location, config: JobConfig, planned: Mapping[str, InputFile]) -> OutputState:
+def prepare_output(location: Location, config: JobConfig, planned: Mapping[str, InputFile],
+                   previous: Manifest | None = None) -> OutputState:
     """Refuse, clear, or keep what the output prefix holds (see the module docstring); the caller holds its lease.
 
-    ``planned``: each planned input file by its part's name. The options of what is kept are
-    checked once the run's ``Execution`` is decided: ``require_same_options``.
+    ``planned``: each planned input file by its part's name; ``previous``: the finished run an
+    incremental run continues (its manifest, already read by the caller), else None.
     """
     with storage_errors(location.uri):
         # The lease is this run's (the caller took it): not output, never cleared by --overwrite.
@@ -71,13 +70,30 @@ def prepare_output(location: Location, config: JobConfig, planned: Mapping[str, 
         _delete(location, names)
         return OutputState()
     if MANIFEST in names:
-        return _finished(location, config)
-    if not config.resume:
+        return _continued(location, planned, previous) if config.incremental else _finished(location, config)
+    if not (config.resume or config.incremental):
         count = sum(n.startswith(PART_PREFIX) for n in names)
         raise JobError(f"{location.uri} holds a partial output of an earlier run ({count} committed parts, no {MANIFEST}); "
                        "pass --resume to finish it or --overwrite to start over")
     clear_staging(location)  # temporaries of the killed run
-    return OutputState(kept=_kept_parts(location, planned))
+    stray = [n for n in list_parts(location) if n not in planned]
+    if stray and not config.incremental:
+        raise JobError(f"{location.uri_of(location.join(stray[0]))} belongs to no input file of this plan (the input changed, "
+                       "or --input/--limit differ from the first run); pass --overwrite to start over")
+    return OutputState(kept=_whole_parts(location, planned, [n for n in list_parts(location) if n in planned]),
+                       removed=tuple(stray))
+
+
+def _continued(location: Location, planned: Mapping[str, InputFile], previous: Manifest | None) -> OutputState:
+    """--incremental on a finished output: keep the unchanged files' parts unread, check the rest by their footers."""
+    assert previous is not None and previous.table is not None, "the driver reads the manifest it continues"
+    clear_staging(location)  # temporaries of a killed run
+    known = {f.part: f for f in Snapshot.from_dict(previous.table).files.values()}
+    unchanged = {name: None for name, file in planned.items() if name in known and known[name].identity == file.identity}
+    present = list_parts(location)
+    others = [name for name in present if name in planned and name not in unchanged]  # a killed run's, or older versions
+    kept = {**unchanged, **_whole_parts(location, planned, others)}
+    return OutputState(finished=previous, kept=kept, removed=tuple(n for n in present if n not in planned))
 
 
 def require_same_options(location: Location, state: OutputState, options: dict) -> None:
@@ -85,14 +101,16 @@ def require_same_options(location: Location, state: OutputState, options: dict) 
     if state.finished is not None:
         _require_same_options(location.uri_of(location.join(MANIFEST)), state.finished.output_options, options)
     for name, record in state.kept.items():
-        _require_same_options(location.uri_of(location.join(name)), (record or {}).get("options"), options)
+        if record is not None:  # None: kept unread, made under the manifest's options (checked above)
+            _require_same_options(location.uri_of(location.join(name)), record.get("options"), options)
 
 
 def _our_files(location: Location) -> list[str]:
     """The files under the prefix (relative names); raise if any is not ours."""
     infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True, allow_not_found=True))
     names = sorted(os.path.relpath(i.path, location.path) for i in infos if i.type == pafs.FileType.File)
-    foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith((STAGING + "/", PART_PREFIX)))]
+    ours = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/")
+    foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith(ours))]
     if foreign:
         raise JobError(f"{location.uri} holds files this job did not write (e.g. {foreign[0]}); choose an empty --output")
     return names
@@ -107,30 +125,39 @@ def _delete(location: Location, names: list[str]) -> None:
 
 def _finished(location: Location, config: JobConfig) -> OutputState:
     if not config.resume:
-        raise JobError(f"{location.uri} already holds a finished job ({MANIFEST}); pass --overwrite or choose another --output")
+        raise JobError(f"{location.uri} already holds a finished job ({MANIFEST}); pass --incremental to run what the "
+                       "input gained since, --overwrite to redo it all, or choose another --output")
+    return OutputState(finished=finished_manifest(location))
+
+
+def has_manifest(location: Location) -> bool:
+    """Whether a run finished here: a reader trusts the prefix only then."""
+    with storage_errors(location.uri):
+        return location.filesystem.get_file_info(location.join(MANIFEST)).type == pafs.FileType.File
+
+
+def finished_manifest(location: Location) -> Manifest:
+    """The manifest a finished run left; one line and the fix when it cannot be read."""
     where = location.uri_of(location.join(MANIFEST))
     try:
-        manifest = read_manifest(location)
+        return read_manifest(location)
     except ValueError as e:
         raise JobError(f"{where}: {e}; pass --overwrite to start over") from e
-    return OutputState(finished=manifest)
 
 
-def _kept_parts(location: Location, planned: Mapping[str, InputFile]) -> dict[str, dict | None]:
-    """The committed parts that hold their whole input file, with their footer records."""
-    present = list_parts(location)
-    stray = [n for n in present if n not in planned]
-    if stray:
-        raise JobError(f"{location.uri_of(location.join(stray[0]))} belongs to no input file of this plan (the input changed, "
-                       "or --input/--limit differ from the first run); pass --overwrite to start over")
-    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(present)))) as pool:
-        footers = list(pool.map(lambda name: read_part_record(location, name), present))
+def _whole_parts(location: Location, planned: Mapping[str, InputFile], names: list[str]) -> dict[str, dict | None]:
+    """Of the parts ``names``, those holding every planned row of the same version of their input file, with their footer records."""
+    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(names)))) as pool:
+        footers = list(pool.map(lambda name: read_part_record(location, name), names))
     kept = {}
-    for name, (rows, record) in zip(present, footers):
-        if rows == planned[name].rows:
+    for name, (rows, record) in zip(names, footers):
+        file = planned[name]
+        identity = file.identity.to_dict() if file.identity is not None else None
+        if rows == file.rows and (record or {}).get("identity") == identity:
             kept[name] = record
-        else:  # the input file changed since: its part is redone and replaced
-            print(f"--resume: {name} has {rows} rows, its input file {planned[name].rows} now: running it again", file=sys.stderr)
+        else:  # the input file changed since (or the part predates identities): redone, and its part replaced
+            print(f"{name}: its input file changed since the part was written ({rows} rows, now {file.rows}; "
+                  f"{(record or {}).get('identity')}, now {identity}): running it again", file=sys.stderr)
     return kept
 
 
@@ -140,8 +167,8 @@ def _require_same_options(where: str, recorded: dict | None, current: dict) -> N
     differ = sorted(k for k in current.keys() | recorded.keys() if recorded.get(k) != current.get(k))
     if differ:
         first = differ[0]
-        raise JobError(f"--resume: {where} was written with other options ({', '.join(differ)}; e.g. {first}={recorded.get(first)!r}, "
-                       f"now {current.get(first)!r}); resume with the same options or pass --overwrite")
+        raise JobError(f"{where} was written with other options ({', '.join(differ)}; e.g. {first}={recorded.get(first)!r}, "
+                       f"now {current.get(first)!r}); run with the same options, or pass --overwrite to redo it all")
 
 
 def list_parts(location: Location) -> list[str]:
@@ -150,47 +177,6 @@ def list_parts(location: Location) -> list[str]:
         infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, allow_not_found=True))
     names = (posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.File)
     return sorted(n for n in names if n.startswith(PART_PREFIX) and n.endswith(PART_SUFFIX))
-
-
-def verify(location: Location, expected: Mapping[str, InputFile]) -> tuple[Counts, list[dict]]:
-    """Check every planned file's part, then all of them together; returns counts and error examples."""
-    present = set(list_parts(location))
-    missing = [f.path for name, f in expected.items() if name not in present]
-    if missing:
-        raise RuntimeError(f"{len(missing)} of {len(expected)} input files have no committed part (e.g. {missing[0]}); "
-                           "no manifest was written: re-run with --resume")
-    stale = sorted(present - set(expected))
-    if stale:
-        raise RuntimeError(f"{location.uri} holds {len(stale)} parts of no planned input file (e.g. {stale[0]}); "
-                           "no manifest was written")
-    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(expected)))) as pool:
-        tables = list(pool.map(lambda item: _read_checked(location, *item), expected.items()))
-    ids = pa.chunked_array([t.column("id") for t in tables], pa.string())
-    duplicates = len(ids) - len(pc.unique(ids))
-    if duplicates:
-        raise RuntimeError(f"output has {duplicates} duplicate ids; no manifest was written")
-    errored = sum(len(t) - t.column("error").null_count for t in tables)
-    rows_in = sum(f.rows for f in expected.values())
-    return Counts(rows_in=rows_in, rows_out=len(ids), predicted=len(ids) - errored, errored=errored), _error_examples(tables)
-
-
-def _error_examples(tables: list[pa.Table]) -> list[dict]:
-    examples: list[dict] = []
-    for table in tables:
-        examples += table.filter(pc.is_valid(table.column("error"))).slice(0, ERROR_EXAMPLES - len(examples)).to_pylist()
-        if len(examples) >= ERROR_EXAMPLES:
-            break
-    return examples
-
-
-def _read_checked(location: Location, name: str, file: InputFile) -> pa.Table:
-    path = location.join(name)
-    # A part is about 100 bytes a row: one whole GET, not a footer read plus a ranged read per column.
-    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
-        table = pq.read_table(pa.BufferReader(f.read()), columns=["id", "error"])
-    if table.num_rows != file.rows:
-        raise RuntimeError(f"{name} has {table.num_rows} rows for the {file.rows} rows of {file.path}; no manifest was written")
-    return table
 
 
 def clear_staging(location: Location) -> None:

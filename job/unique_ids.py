@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -28,22 +29,39 @@ CONFIRM_AT_ONCE = 1024  # repeated hashes confirmed per re-read; real duplicates
 EXAMPLE_PLACES = 3  # rows quoted for the repeated id in the refusal
 
 
-def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> int:
-    """Raise JobError if an id repeats in the first ``rows`` rows of the ``(path, rows)`` files; returns ids checked."""
-    hashes = _all_hashes(location, files, id_column, as_text)
+@dataclass(frozen=True)
+class CheckedIds:
+    ids: int  # non-null ids read and found unique
+    digests: dict[str, int | None]  # each file's ``ids_digest`` (None: it has null ids); the final check holds parts to them
+
+
+def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> CheckedIds:
+    """Raise JobError if an id repeats in the first ``rows`` rows of the ``(path, rows)`` files."""
+    hashes, digests = _all_hashes(location, files, id_column, as_text)
     hashes.sort()
     repeats = hashes[1:] == hashes[:-1]
     candidates = np.unique(hashes[1:][repeats])
     for start in range(0, len(candidates), CONFIRM_AT_ONCE):
-        places = _places_of(location, files, id_column, as_text, candidates[start : start + CONFIRM_AT_ONCE])
+        places = places_of(location, files, id_column, as_text, candidates[start : start + CONFIRM_AT_ONCE])
         repeated = {value: rows for value, rows in places.items() if len(rows) > 1}
         if repeated:
             raise JobError(_refusal(location, repeated, len(candidates), int(repeats.sum()), id_column))
-    return len(hashes)
+    return CheckedIds(len(hashes), digests)
 
 
-def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> np.ndarray:
-    """The hashes of every non-null id, in one array allocated once (rows are known from the footers)."""
+def ids_digest(hashes: np.ndarray) -> int:
+    """One number for a set of ids, whatever their order: the sum of their hashes (mod 2^64).
+
+    Two files' ids (or a part's and its input file's) with equal digests hold the same ids, but
+    for a chance of about 2^-64.
+    """
+    return int(np.add.reduce(hashes, dtype=np.uint64)) if len(hashes) else 0
+
+
+def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column: str,
+                as_text: bool) -> tuple[np.ndarray, dict[str, int | None]]:
+    """The hashes of every non-null id, in one array allocated once (rows are known from the footers),
+    and each file's ids digest (None for a file with null ids)."""
     starts = np.concatenate(([0], np.cumsum([rows for _, rows in files], dtype=np.int64)))
     hashes = np.empty(int(starts[-1]), dtype=np.uint64)
 
@@ -59,14 +77,31 @@ def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column:
 
     with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
         counts = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
+    digests = {path: ids_digest(hashes[int(start) : int(start) + count]) if count == rows else None
+               for (path, rows), start, count in zip(files, starts[:-1], counts)}
     end = 0
     for start, count in zip(starts[:-1], counts):  # close the gaps null ids left; a no-op without nulls
         hashes[end : end + count] = hashes[int(start) : int(start) + count]
         end += count
-    return hashes[:end]
+    return hashes[:end], digests
 
 
-def _places_of(location: Location, files, id_column: str, as_text: bool, wanted: np.ndarray) -> dict[str, list]:
+def hashes_of(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> dict[str, np.ndarray]:
+    """Each file's non-null ids, hashed: an incremental run holds its new files' ids against the table's index."""
+
+    def one(path: str, rows: int) -> np.ndarray:
+        chunks = []
+        for _, array in _id_chunks(location, path, rows, id_column):
+            values, valid = id_hashes(array, as_text)
+            chunks.append(values[valid])
+        return np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
+        found = pool.map(lambda path_rows: retry_short_range_reads(lambda: one(*path_rows)), files)
+        return {path: hashes for (path, _), hashes in zip(files, found)}
+
+
+def places_of(location: Location, files, id_column: str, as_text: bool, wanted: np.ndarray) -> dict[str, list]:
     """{id: [(path, row), ...]} for the ids whose hash is in ``wanted`` (sorted), in file order."""
 
     def scan(path_rows: tuple[str, int]) -> list[tuple[str, str, int]]:

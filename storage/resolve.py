@@ -44,6 +44,12 @@ class Location:
         """A path inside this location."""
         return "/".join([self.path.rstrip("/"), *parts])
 
+    def writer(self, path: str) -> pafs.NativeFile:
+        """An output stream for ``path``, its folder made first where folders exist (S3 has none to make)."""
+        if not self.is_s3:
+            self.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return self.filesystem.open_output_stream(path)
+
     def uri_of(self, path: str) -> str:
         """The user-facing URI of a path inside this filesystem."""
         return f"s3://{path}" if self.is_s3 else path

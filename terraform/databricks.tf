@@ -11,15 +11,15 @@ locals {
   databricks_home = one(data.databricks_current_user.deployer[*].home)
   wheel_path      = local.job_count == 0 ? null : coalesce(var.databricks_wheel_path, "/Workspace${local.databricks_home}/${var.name_prefix}/streaming_batch_inference-0.1.0-py3-none-any.whl")
 
-  # The runner's command line. {{job.start_time.iso_date}} is a Databricks dynamic value
-  # reference (YYYY-MM-DD of the run), so every night writes its own prefix.
-  # --resume: a retry of the same night keeps the parts already committed and runs the rest.
+  # The runner's command line. --incremental: every night updates the one table under the
+  # output prefix, running only the input files added or changed since the last run (a retry
+  # keeps what it committed).
   spark_job_parameters = [
     "--input", local.input_uri,
-    "--output", "${local.output_prefix}{{job.start_time.iso_date}}/",
+    "--output", local.output_prefix,
     "--weights", local.weights_uri,
     "--udf", "iterator",
-    "--resume",
+    "--incremental",
   ]
 }
 

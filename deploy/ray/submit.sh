@@ -28,8 +28,8 @@ fi
 ray job submit --working-dir . -- \
   python -m runners.ray_job \
   --input "$INPUT_URI" \
-  --output "${OUTPUT_PREFIX}$(date -u +%F)/" \
+  --output "$OUTPUT_PREFIX" \
   --weights "$WEIGHTS_URI" \
   --num-gpu-actors 4 \
   --batch-size 256 \
-  --resume
+  --incremental

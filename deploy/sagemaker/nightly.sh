@@ -17,10 +17,11 @@ set -euo pipefail
 
 # --staging-s3-uri: the unversioned staging bucket, where deleted shards leave no versions
 # behind (the default, <output>/_staging/, is in the versioned output bucket).
-# --resume: a second attempt the same night keeps the input files already committed.
+# --incremental: every night updates the one table under OUTPUT_PREFIX, running only the input files
+# added or changed since the last run (a second attempt keeps what the first committed).
 python -m runners.sagemaker_job \
   --input "$INPUT_URI" \
-  --output "${OUTPUT_PREFIX}$(date -u +%F)/" \
+  --output "$OUTPUT_PREFIX" \
   --weights "$WEIGHTS_URI" \
   --role "$SAGEMAKER_ROLE_ARN" \
   --region "$AWS_REGION" \
@@ -28,4 +29,4 @@ python -m runners.sagemaker_job \
   --instance-type ml.g5.xlarge \
   --instance-count 1 \
   --max-payload-mb 6 \
-  --resume
+  --incremental

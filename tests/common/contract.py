@@ -20,7 +20,9 @@ def read_output(uri: str, endpoint: str | None = None) -> tuple[list[dict], dict
     with location.filesystem.open_input_stream(location.join("_SUCCESS.json")) as f:
         manifest = json.loads(f.read())
     infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
-    data = sorted(i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(".parquet"))
+    # As readers list a table (Spark, pyarrow.dataset, Athena): names starting with "_" or "." are not data.
+    data = sorted(i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(".parquet")
+                  and not any(part.startswith(("_", ".")) for part in i.path[len(location.path):].split("/")))
     assert sorted(p.rsplit("/", 1)[1] for p in data) == sorted(manifest["files"]), "files differ from the manifest"
     table = pq.read_table(data, filesystem=location.filesystem)
     assert table.schema.equals(OUTPUT_SCHEMA, check_metadata=False), table.schema

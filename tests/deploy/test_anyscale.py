@@ -48,7 +48,7 @@ def test_job_runs_the_ray_runner_with_one_gpu_actor_per_gpu_node(job, compute):
     assert int(args["--num-gpu-actors"]) == gpus.max_nodes
     assert args["--batch-size"] == "256"
     assert args["--input"] == "$INPUT_URI" and args["--weights"] == "$WEIGHTS_URI"
-    assert args["--output"] == "$OUTPUT_PREFIX$(date -u +%F)/", "one prefix per UTC date"
+    assert args["--output"] == "$OUTPUT_PREFIX" and "--incremental" in args, "one table, updated each night"
     assert set(job.env_vars) == {"INPUT_URI", "OUTPUT_PREFIX", "WEIGHTS_URI"}
 
 

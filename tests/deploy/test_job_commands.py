@@ -11,7 +11,7 @@ from deploy_helpers import DEPLOY, DOCS, REPO, load_yaml, module_command, ray_su
 
 # The runner contract (job/cli.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
-          "--precision", "--overwrite", "--resume", "--image-column", "--id-column"}
+          "--precision", "--overwrite", "--resume", "--incremental", "--keep-removed", "--image-column", "--id-column"}
 ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors"},
           "runners.spark_job": {"--udf"}}
 REQUIRED = {"--input", "--output", "--weights"}
@@ -70,7 +70,7 @@ def test_ray_commands_parse_with_the_real_parser(where):
     _, tokens = COMMANDS[where]
     args = ENGINE.args_parser().parse_args(tokens())
     config = config_from_args(args)  # the shared validation accepts it too
-    assert config.input and config.output and config.weights != "random" and config.resume
+    assert config.input and config.output and config.weights != "random" and config.incremental
 
 
 SAGEMAKER_NIGHTLY = "deploy/sagemaker/nightly.sh"
@@ -84,7 +84,7 @@ def test_sagemaker_nightly_parses_with_the_real_parser():
     args = SAGEMAKER.args_parser().parse_args(script_command(SAGEMAKER_NIGHTLY, "runners.sagemaker_job")[3:])
     options, config = options_from_args(args), config_from_args(args)
     assert not options.local and options.role == "$SAGEMAKER_ROLE_ARN" and options.staging_s3_uri == "$SAGEMAKER_STAGING_URI"
-    assert config.resume and config.weights == "$WEIGHTS_URI" and args.output == "${OUTPUT_PREFIX}$(date -u +%F)/"
+    assert config.incremental and config.weights == "$WEIGHTS_URI" and args.output == "$OUTPUT_PREFIX"
 
 
 def test_sagemaker_nightly_takes_every_value_from_terraform_outputs(tf):

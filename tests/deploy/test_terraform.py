@@ -212,7 +212,7 @@ def test_databricks_job_runs_spark_job_nightly_on_gpus(tf):
     assert task["spark_python_task"]["parameters"] == "${local.spark_job_parameters}"
     args = runner_args(tf["locals"]["spark_job_parameters"])
     assert args["--udf"] == "iterator"
-    assert args["--output"].endswith("{{job.start_time.iso_date}}/")
+    assert args["--output"] == "${local.output_prefix}" and "--incremental" in args  # one table, updated each night
     spark_entry = tf["resource"]["databricks_workspace_file"]["spark_entry"]["source"]
     assert spark_entry.endswith("/deploy/databricks/spark_entry.py")
     assert (REPO / "deploy/databricks/spark_entry.py").is_file()

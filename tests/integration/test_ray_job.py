@@ -41,7 +41,7 @@ def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_mi
     args = ["--input", f"s3://{s3_bucket}/in/", "--output", f"s3://{s3_bucket}/out/", "--s3-endpoint-url", s3_env, "--limit", "11"]
     first = run(*args)
     assert run_main(ray_job.main, ["--weights", "random", *args]) == 2
-    assert "already holds a finished job (_SUCCESS.json); pass --overwrite" in capsys.readouterr().err
+    assert "already holds a finished job (_SUCCESS.json); pass --incremental to run what the input gained since, --overwrite" in capsys.readouterr().err
     second = run(*args, "--overwrite")
     rows, manifest = read_output(f"s3://{s3_bucket}/out/", s3_env)
     assert manifest["run_id"] == second["run_id"] != first["run_id"]

@@ -10,7 +10,8 @@ import pytest
 
 from job.manifest import Counts, read_manifest, write_manifest
 from job.parts import part_name, read_part_record
-from job.prefix import ERROR_EXAMPLES, list_parts, verify
+from job.prefix import list_parts
+from job.verify import ERROR_EXAMPLES, verify
 from storage import resolve
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
@@ -38,7 +39,9 @@ def test_a_local_part_is_renamed_into_place_whole_and_records_its_input(tmp_path
     assert sorted(os.listdir(tmp_path / "out")) == sorted([name, "_staging"])
     assert os.listdir(tmp_path / "out" / "_staging" / "run") == []  # the temporary was renamed, not copied
     rows, record = read_part_record(parts.output, name)
-    assert rows == 6 and record == {"input_file": "part-00000.parquet", "rows": 6, "options": parts.options}
+    identity = {"size": (tmp_path / "in" / "part-00000.parquet").stat().st_size,
+                "mtime_ns": (tmp_path / "in" / "part-00000.parquet").stat().st_mtime_ns}
+    assert rows == 6 and record == {"input_file": "part-00000.parquet", "rows": 6, "options": parts.options, "identity": identity}
     assert pq.read_table(tmp_path / "out" / name).column("id").to_pylist() == ids
 
 
@@ -52,24 +55,46 @@ def test_an_s3_part_is_one_put_to_its_final_key(s3_bucket, s3_env):
     assert record["options"]["input"] == f"s3://{s3_bucket}/in" and record["options"]["weights"] == "random"
 
 
+def check(parts, expected) -> tuple:
+    verified = verify(parts.output, expected, expected, {}, ids_as_text=True)
+    return verified.counts, verified.examples
+
+
 def test_verify_holds_every_part_against_the_plan(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=6)
-    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"), skip_id_check=True)
     expected = {parts.name(f): f for f in files}
     parts.write(files[0], predictions([f"a-{i}" for i in range(files[0].rows)]))
     with pytest.raises(RuntimeError, match=f"{len(files) - 1} of {len(files)} input files have no committed part.*re-run with --resume"):
-        verify(parts.output, expected)
+        check(parts, expected)
     for index, file in enumerate(files[1:], start=1):
         parts.write(file, predictions([f"{'a' if index == 1 else index}-{i}" for i in range(file.rows)]))
-    with pytest.raises(RuntimeError, match="duplicate ids; no manifest was written"):  # file 1 repeats file 0's ids
-        verify(parts.output, expected)
+    with pytest.raises(RuntimeError, match="id 'a-0' is in more than one row: in part-part-00000-.*, part-part-00001-.* "
+                                           "\\(6 ids repeat\\); no manifest was written"):  # file 1 repeats file 0's ids
+        check(parts, expected)
     parts.write(files[1], predictions([f"1-{i}" for i in range(files[1].rows)]))
-    counts, examples = verify(parts.output, expected)
+    counts, examples = check(parts, expected)
     rows = sum(f.rows for f in files)
     assert counts == Counts(rows_in=rows, rows_out=rows, predicted=0, errored=rows) and len(examples) == ERROR_EXAMPLES
     pq.write_table(predictions(["z"]), tmp_path / "out" / "part-stray-00000000.parquet")
     with pytest.raises(RuntimeError, match="1 parts of no planned input file"):
-        verify(parts.output, expected)
+        check(parts, expected)
+
+
+def test_verify_holds_each_part_to_its_input_files_ids(tmp_path):
+    """A part holding other ids than its input file (a stale part of a replaced file) is caught by the final check."""
+    ids, _ = write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    assert all(f.ids_digest is not None for f in files)
+    expected = {parts.name(f): f for f in files}
+    start = 0
+    for file in files:
+        parts.write(file, predictions(ids[start:start + file.rows]))
+        start += file.rows
+    assert check(parts, expected)[0].rows_out == len(ids)
+    parts.write(files[0], predictions([f"stale-{i}" for i in range(files[0].rows)]))
+    with pytest.raises(RuntimeError, match="holds other ids than its input file .*part-00000.parquet"):
+        check(parts, expected)
 
 
 def test_manifest_round_trips(tmp_path):

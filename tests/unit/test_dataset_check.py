@@ -62,7 +62,7 @@ def test_nested_partitions_are_read_and_writers_companions_skipped(root):
 def test_listing_a_single_file_and_refusing_what_holds_no_data(root):
     put_table(root, "only.parquet", images(["a"]))
     single = Location(root.filesystem, root.join("only.parquet"), root.uri + "/only.parquet")
-    assert list_data_files(single) == [single.path]
+    assert list(list_data_files(single)) == [single.path]
     missing = Location(root.filesystem, root.join("nothing"), root.uri + "/nothing")
     with pytest.raises(JobError, match="no such file or prefix; check --input"):
         list_data_files(missing)

@@ -75,7 +75,7 @@ def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
     parts, files = killed_run
     finished = a_manifest(output_options=parts.options)
     write_manifest(parts.output, finished)
-    with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --overwrite"):
+    with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --incremental to run what the input gained since, --overwrite"):
         prepare(parts, config(parts), files)
     assert prepare(parts, config(parts, resume=True), files).finished == finished
 

@@ -1,0 +1,101 @@
+"""The driver's last step: verify the table, write its ids index and its manifest, then tidy up.
+
+The order is what readers see: every part is already committed, each whole; then the index of
+the table's ids (``_index/<run id>.parquet``, a new name), then ``_SUCCESS.json`` (one PUT: the
+table readers trust, with its snapshot), a copy of it in ``_history/<run id>.json``, and only then
+are the parts of input files that are gone deleted, and older indexes with them. A run killed
+anywhere before the manifest leaves the previous manifest naming an index that still exists.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+import pyarrow.fs as pafs
+
+from job import prefix, report
+from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
+from job.plan import InputFile
+from job.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
+from job.timeline import summarize
+from job.verify import PartFacts, verify
+from storage import Location, storage_errors
+
+if TYPE_CHECKING:
+    from job.driver import EngineRun, Job, PreparedJob
+    from job.engine import Engine
+
+
+def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, run: EngineRun, started_at: float) -> Manifest:
+    """Verify the table, write the index, the manifest and its history copy, delete the parts of removed files."""
+    output, plan, state, config = prepared.output, prepared.plan, prepared.state, prepared.config
+    snapshot = Snapshot.from_dict(prepared.previous.table) if prepared.previous is not None else None
+    by_part = {prepared.relpath(f.path): job.parts.name(f) for f in plan.files}
+    kept_removed = _kept_removed(snapshot, by_part, state.removed) if config.keep_removed else {}
+    table = {job.parts.name(f): f for f in plan.files} | {e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}
+    unread = {name for name, record in state.kept.items() if record is None} | {e.part for e in kept_removed.values()}
+    leaving = [name for name in state.removed if name not in table]
+    verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
+                      _known_facts(output, snapshot, by_part, kept_removed, unread), plan.ids_as_text, leaving)
+    relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
+    index = write_index(output, job.run_id, {relpath[part]: facts.hashes for part, facts in verified.facts.items()})
+    delta = diff(snapshot, {prepared.relpath(f.path): f for f in plan.files}, config.keep_removed)
+    files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
+             for part in table}
+    manifest = Manifest(
+        engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
+        config=config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=verified.counts,
+        input_files=InputFiles(total=len(plan.files), resumed=len(state.kept), run=len(job.pending.files), rows_run=job.pending.rows),
+        seconds=round(seconds, 3),
+        # This run's images: with --resume or --incremental, the rows of the files it ran, not those it kept.
+        images_per_sec=round(job.pending.rows / seconds, 2) if seconds > 0 else None,
+        timeline=summarize(run.progress, run.device_seconds, seconds, run.predictors, started_at),
+        files=sorted(table), error_examples=verified.examples,
+        versions=report.versions(*engine.packages), hardware=report.hardware(), settings=run.settings,
+        manifest=output.uri_of(output.join(MANIFEST)),
+        table=Snapshot(files, columns_record(plan), index, delta).to_dict(),
+    )
+    prepared.lease.check()  # the manifest is written only by the run that holds the output
+    write_manifest(output, manifest)
+    write_manifest(output, manifest, f"{HISTORY_DIR}/{job.run_id}.json")
+    _tidy(output, leaving, index)
+    return manifest
+
+
+def _kept_removed(snapshot: Snapshot | None, by_part: dict[str, str], removed: tuple[str, ...]) -> dict[str, TableFile]:
+    """--keep-removed: the table's entries whose input file is gone but whose part is still there."""
+    if snapshot is None:
+        return {}
+    still_there = set(removed)
+    return {name: entry for name, entry in snapshot.files.items() if name not in by_part and entry.part in still_there}
+
+
+def _known_facts(output: Location, snapshot: Snapshot | None, by_part: dict[str, str], kept_removed: dict[str, TableFile],
+                 unread: set[str]) -> dict[str, PartFacts]:
+    """What the table already knows of the parts kept unread: rows and errors from the snapshot, ids from the index."""
+    if not unread:
+        return {}
+    assert snapshot is not None and snapshot.index is not None, "parts are kept unread only against a snapshot"
+    names = {name: part for name, part in (by_part | {n: e.part for n, e in kept_removed.items()}).items() if part in unread}
+    hashes = read_index(output, snapshot.index, names)
+    return {part: PartFacts(snapshot.files[name].rows, snapshot.files[name].errored, hashes[name]) for name, part in names.items()}
+
+
+def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
+    if kept_removed is not None:
+        return TableFile(part, kept_removed.size, kept_removed.mtime_ns, facts.rows, facts.errored, removed=True)
+    identity = file.identity
+    return TableFile(part, identity.size if identity else 0, identity.mtime_ns if identity else None, facts.rows, facts.errored)
+
+
+def _tidy(output: Location, removed_parts: list[str], index: str) -> None:
+    """After the manifest: delete the parts of input files gone, older indexes and temporaries."""
+    with storage_errors(output.uri):
+        for name in removed_parts:
+            output.filesystem.delete_file(output.join(name))
+        infos = output.filesystem.get_file_info(pafs.FileSelector(output.join(INDEX_DIR), allow_not_found=True))
+        for info in infos:
+            if info.type == pafs.FileType.File and posixpath.basename(info.path) != posixpath.basename(index):
+                output.filesystem.delete_file(info.path)
+    prefix.clear_staging(output)

@@ -1,0 +1,48 @@
+"""What an incremental run checks before any work: the new files' ids against the table's.
+
+The id check (``job.unique_ids``) holds the new and changed input files' ids unique among
+themselves; ``check_new_ids`` holds them against the ids of the parts the run keeps, through the
+table's index (``job.table``: every part's ids as 64-bit hashes), so no old part is read unless a
+hash repeats, and then only the parts holding it, to confirm by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from job.errors import JobError
+from job.plan import InputFile, InputPlan
+from job.table import read_index
+from job.unique_ids import hashes_of, places_of
+from job.verify import ids_of_part, part_hashes
+from storage import Location
+
+
+def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: str, kept: Mapping[str, str]) -> None:
+    """Refuse (one line) a new file's id that a kept part already holds.
+
+    ``kept``: the kept parts by their input file (path relative to --input); ``index``: the table's.
+    """
+    if plan.id_column is None or not new or not kept:
+        return  # positional ids are "<file name>:<row>": the listing already holds names apart
+    fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
+    old = read_index(output, index, kept)
+    held_before = np.concatenate(list(old.values())) if old else np.empty(0, np.uint64)
+    repeated = np.intersect1d(np.concatenate(list(fresh.values())), held_before)
+    if len(repeated) == 0:
+        return
+    new_places = places_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text, repeated)
+    for relative, hashes in old.items():
+        if not np.isin(hashes, repeated).any():
+            continue
+        ids = ids_of_part(output, kept[relative])
+        held = set(ids.filter(pa.array(np.isin(part_hashes(ids, plan.ids_as_text), repeated))).to_pylist()) & set(new_places)
+        if held:
+            value = sorted(held)[0]
+            path, row = new_places[value][0]
+            raise JobError(f"id {value!r} of {plan.location.uri_of(path)} row {row} is already in the table, in "
+                           f"{output.uri_of(output.join(kept[relative]))} (input file {relative}); ids must be unique "
+                           "across the input: fix the new file, or pass --overwrite to redo the table")

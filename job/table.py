@@ -1,0 +1,136 @@
+"""The output as one table: which input file each part holds, its ids, and what an incremental run redoes.
+
+Every finished run's manifest carries the table's ``Snapshot``: for each input file (its path
+relative to ``--input``) the part that holds it, the input's identity when that part was made
+(size, modification time), and its rows and error rows. Beside the parts, ``_index/<run id>.parquet``
+(named by the snapshot) holds every part's ids as 64-bit hashes (``job.id_hash``), 8 bytes an id.
+
+An incremental run (``--incremental``) reads the last manifest, lists the input, and ``diff``s
+the two: unchanged files keep their parts unread; added and changed files run; removed files
+lose their parts (``--keep-removed`` keeps them). It checks the new files' ids against the
+index, not against the old parts, and writes a new index and manifest; each run's manifest is
+also kept as ``_history/<run id>.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from job.columns import InputColumns
+from job.data_files import FileIdentity
+from job.plan import InputFile, InputPlan
+from storage import Location, storage_errors
+
+INDEX_DIR = "_index"  # <output>/_index/<run id>.parquet: (input_file, id hashes) per part
+HISTORY_DIR = "_history"  # <output>/_history/<run id>.json: every run's manifest
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """One input file of the table, as its part was made."""
+
+    part: str  # the part's name under the output prefix
+    size: int  # the input file's identity when the part was made ...
+    mtime_ns: int | None  # ... (job.data_files.FileIdentity)
+    rows: int
+    errored: int
+    removed: bool = False  # --keep-removed: the input file is gone, its part kept
+
+    @property
+    def identity(self) -> FileIdentity:
+        return FileIdentity(self.size, self.mtime_ns)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What a run did to the table, by input file (paths relative to --input)."""
+
+    added: tuple[str, ...] = ()  # new input files: their parts were written
+    replaced: tuple[str, ...] = ()  # changed input files: their parts were written again
+    removed: tuple[str, ...] = ()  # input files gone: their parts deleted
+    kept_removed: tuple[str, ...] = ()  # input files gone, their parts kept (--keep-removed)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.replaced or self.removed)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The table a finished run left: recorded in its manifest (``table``)."""
+
+    files: dict[str, TableFile]  # input file (relative to --input) -> its part
+    columns: dict  # the input's id column, shape columns, id hashing: new files must agree
+    index: str | None  # the ids index beside the parts (INDEX_DIR/<run id>.parquet)
+    delta: Delta = field(default_factory=Delta)  # what the run that wrote it changed
+
+    def to_dict(self) -> dict:
+        return {"files": {name: asdict(f) for name, f in self.files.items()}, "columns": self.columns,
+                "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Snapshot:
+        delta = {k: tuple(v) for k, v in data.get("delta", {}).items()}
+        return cls({name: TableFile(**f) for name, f in data["files"].items()}, dict(data["columns"]), data.get("index"),
+                   Delta(**delta))
+
+
+def columns_record(plan: InputPlan) -> dict:
+    """The input's columns as a snapshot records them; an incremental run's new files must match."""
+    return {"id_column": plan.id_column, "shape_columns": plan.shape_columns, "ids_as_text": plan.ids_as_text}
+
+
+def columns_of(record: Mapping) -> InputColumns:
+    return InputColumns(record["id_column"], record["shape_columns"], record["ids_as_text"])
+
+
+def unchanged_files(snapshot: Snapshot, input_root: str) -> dict[str, InputFile]:
+    """The snapshot's files as the plan's ``InputFile``s (path inside the input filesystem), for ``plan_input``."""
+    return {posixpath.join(input_root, name): InputFile(posixpath.join(input_root, name), f.rows, f.identity)
+            for name, f in snapshot.files.items() if not f.removed}
+
+
+def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], keep_removed: bool) -> Delta:
+    """What a run over ``planned`` (relative path -> file) does to the table ``snapshot`` left."""
+    before = snapshot.files if snapshot is not None else {}
+    added = tuple(sorted(name for name in planned if name not in before))
+    replaced = tuple(sorted(name for name, f in planned.items() if name in before and before[name].identity != f.identity))
+    gone = sorted(name for name in before if name not in planned)
+    return Delta(added, replaced, () if keep_removed else tuple(gone), tuple(gone) if keep_removed else ())
+
+
+def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
+    """Write the ids index ({input file: its ids' hashes}) in one PUT; returns its name under the output."""
+    names = sorted(hashes)
+    table = pa.table({"input_file": pa.array(names, pa.string()),
+                      "hashes": pa.array([np.sort(hashes[name]) for name in names], pa.list_(pa.uint64()))})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    name = f"{INDEX_DIR}/{run_id}.parquet"
+    with storage_errors(output.uri), output.writer(output.join(name)) as out:
+        out.write(sink.getvalue())
+    return name
+
+
+def read_index(output: Location, name: str, wanted: Iterable[str]) -> dict[str, np.ndarray]:
+    """{input file: its ids' hashes} of the ``wanted`` files from the index ``name``."""
+    path = output.join(name)
+    with storage_errors(output.uri_of(path)), output.filesystem.open_input_stream(path) as f:
+        table = pq.read_table(io.BytesIO(f.read()))
+    wanted = set(wanted)
+    cells = table.column("hashes").combine_chunks()
+    return {file: cells[i].values.to_numpy() for i, file in enumerate(table.column("input_file").to_pylist()) if file in wanted}
+
+
+def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Hash values held twice, within a file or across files: the ids to confirm by value."""
+    every = np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64)
+    every.sort()
+    return np.unique(every[1:][every[1:] == every[:-1]])

@@ -1,0 +1,140 @@
+"""The final check before a manifest: every part whole, holding its input file's ids, and no id twice in the table.
+
+``verify`` runs once on the driver after the engine committed its parts. It reads the parts this
+run made (or, for a full run, every part: one whole GET each, the ``id`` and ``error`` columns,
+about 100 bytes a row), and holds each to its input file: as many rows, and the same ids (their
+digest, ``job.unique_ids.ids_digest``, against the one the id check read from the input; not
+known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
+with their rows and id hashes from the table's index (``job.table``). Ids are then held unique
+across the whole table by their 64-bit hashes, and a repeated hash is confirmed by value in the
+parts that hold it, so the refusal names a real id and its parts and a collision never fails a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from job.dataset_check import FOOTER_READ_THREADS
+from job.id_hash import id_hashes
+from job.manifest import Counts
+from job.plan import InputFile
+from job.prefix import list_parts
+from job.table import repeated_hashes
+from job.unique_ids import ids_digest
+from storage import Location, storage_errors
+
+ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
+NO_MANIFEST = "no manifest was written"
+
+
+@dataclass(frozen=True)
+class PartFacts:
+    rows: int
+    errored: int
+    hashes: np.ndarray  # its ids' hashes (job.id_hash), hashed as the input's ids are
+
+
+@dataclass(frozen=True)
+class Verified:
+    counts: Counts
+    examples: list[dict]  # a few error rows of the parts read
+    facts: dict[str, PartFacts]  # every part of the table, by name: the next index
+
+
+def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str, InputFile], kept: Mapping[str, PartFacts],
+           ids_as_text: bool, leaving: Collection[str] = ()) -> Verified:
+    """Hold the table's parts (``table``: part name -> input file) to their input, then to each other.
+
+    ``read``: the parts to read and check; ``kept``: the facts of the others, from the index;
+    ``leaving``: parts of input files gone, deleted once the manifest is written.
+    Raises RuntimeError (no manifest is written) naming what is wrong.
+    """
+    _require_exactly(location, table, leaving)
+    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(read)))) as pool:
+        tables = dict(zip(read, pool.map(lambda name: _read_part(location, name, read[name]), read)))
+    facts = {**kept, **{name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}}
+    _require_unique(location, facts, ids_as_text)
+    rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
+    counts = Counts(rows_in=sum(f.rows for f in table.values()), rows_out=rows_out, predicted=rows_out - errored, errored=errored)
+    return Verified(counts, _error_examples(tables.values()), facts)
+
+
+def part_hashes(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> np.ndarray:
+    """A part's ids hashed as its input's were: integer ids (written as text) are hashed as the numbers."""
+    array = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    if not ids_as_text:
+        try:
+            array = pc.cast(array, pa.int64())
+        except pa.ArrowInvalid:  # past int64: the input's ids were uint64
+            array = pc.cast(array, pa.uint64())
+    return id_hashes(array, ids_as_text)[0]
+
+
+def _require_exactly(location: Location, table: Mapping[str, InputFile], leaving: Collection[str]) -> None:
+    present = set(list_parts(location)) - set(leaving)
+    missing = [f.path for name, f in table.items() if name not in present]
+    if missing:
+        raise RuntimeError(f"{len(missing)} of {len(table)} input files have no committed part (e.g. {missing[0]}); "
+                           f"{NO_MANIFEST}: re-run with --resume")
+    stale = sorted(present - set(table))
+    if stale:
+        raise RuntimeError(f"{location.uri} holds {len(stale)} parts of no planned input file (e.g. {stale[0]}); {NO_MANIFEST}")
+
+
+def _read_part(location: Location, name: str, file: InputFile) -> pa.Table:
+    path = location.join(name)
+    # A part is about 100 bytes a row: one whole GET, not a footer read plus a ranged read per column.
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
+        table = pq.read_table(pa.BufferReader(f.read()), columns=["id", "error"])
+    if table.num_rows != file.rows:
+        raise RuntimeError(f"{name} has {table.num_rows} rows for the {file.rows} rows of {file.path}; {NO_MANIFEST}")
+    return table
+
+
+def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) -> PartFacts:
+    hashes = part_hashes(table.column("id"), ids_as_text)
+    if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
+        raise RuntimeError(f"{name} holds other ids than its input file {file.path} (the file changed while the job ran?); "
+                           f"{NO_MANIFEST}: re-run with --resume to redo it")
+    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, hashes)
+
+
+def _require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_text: bool) -> None:
+    """Refuse an id held twice in the table: hashes first, then the ids themselves in the parts that hold a repeat."""
+    repeated = repeated_hashes({name: f.hashes for name, f in facts.items()})
+    if len(repeated) == 0:
+        return
+    holders = [name for name, f in facts.items() if np.isin(f.hashes, repeated).any()]
+    places: dict[str, list[str]] = {}
+    for name in holders:
+        ids = ids_of_part(location, name)
+        for value in ids.filter(pa.array(np.isin(part_hashes(ids, ids_as_text), repeated))).to_pylist():
+            places.setdefault(value, []).append(name)
+    twice = {value: names for value, names in places.items() if len(names) > 1}
+    if twice:
+        value, names = next(iter(twice.items()))
+        raise RuntimeError(f"id {value!r} is in more than one row: in {', '.join(sorted(set(names)))} "
+                           f"({len(twice)} ids repeat); {NO_MANIFEST}")
+
+
+def ids_of_part(location: Location, name: str) -> pa.Array:
+    """A committed part's ids (one whole GET of its id column)."""
+    path = location.join(name)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
+        return pq.read_table(pa.BufferReader(f.read()), columns=["id"]).column("id").combine_chunks()
+
+
+def _error_examples(tables) -> list[dict]:
+    examples: list[dict] = []
+    for table in tables:
+        examples += table.filter(pc.is_valid(table.column("error"))).slice(0, ERROR_EXAMPLES - len(examples)).to_pylist()
+        if len(examples) >= ERROR_EXAMPLES:
+            break
+    return examples

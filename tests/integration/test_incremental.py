@@ -1,0 +1,97 @@
+"""--incremental's edges, on the local engine (local paths and S3): what is refused, kept, resumed, and never started."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from runners import local_job
+from storage import resolve
+from tests.common.contract import read_output
+from tests.integration.checks_scenarios import files_under, job_args, refused
+from tests.integration.incremental_scenarios import ROWS_PER_FILE, delete, manifest_of, write_night
+
+LOCAL = ("--workers", "0")
+
+
+def main(argv):
+    return local_job.main([*argv, *LOCAL])
+
+
+def never_started(args):
+    raise AssertionError("the engine was started for a night with nothing to compute")
+
+
+def test_nights_without_new_files_start_no_engine(data_root):
+    root, endpoint = data_root
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 2)
+    first = main(job_args(source, out, endpoint, "--incremental"))
+    idle = dataclasses.replace(local_job.ENGINE, start=never_started)
+    assert idle.main([*job_args(source, out, endpoint, "--incremental"), *LOCAL])["run_id"] == first["run_id"]
+    delete(source, endpoint, "part-00001.parquet")  # only a removal: still nothing to compute
+    night = idle.main([*job_args(source, out, endpoint, "--incremental"), *LOCAL])
+    assert night["table"]["delta"]["removed"] == ["part-00001.parquet"] and night["counts"]["rows_out"] == ROWS_PER_FILE
+    assert [f for f in files_under(out, endpoint) if f.startswith("part-")] == night["files"]
+
+
+def test_a_crashed_incremental_run_is_finished_by_the_next(tmp_path):
+    source, out = str(tmp_path / "in"), str(tmp_path / "out")
+    write_night(source, None, 0, 1)
+    main(job_args(source, out, None, "--incremental"))
+    write_night(source, None, 1, 2)
+
+    def one_file_then_die(job, session, args):
+        local_job.run_locally(dataclasses.replace(job, pending=dataclasses.replace(job.pending, files=job.pending.files[:1])), args)
+        raise RuntimeError("killed after one part")
+
+    with pytest.raises(RuntimeError, match="killed after one part"):
+        dataclasses.replace(local_job.ENGINE, execute=one_file_then_die).main([*job_args(source, out, None, "--incremental"), *LOCAL])
+    night = main(job_args(source, out, None, "--incremental"))
+    assert night["table"]["delta"]["added"] == ["part-00001.parquet", "part-00002.parquet"]
+    assert (night["input_files"]["resumed"], night["input_files"]["run"], night["counts"]["rows_out"]) == (2, 1, 9)
+
+
+def test_other_options_and_an_older_manifest_are_refused_in_one_line(tmp_path, capsys):
+    source, out = str(tmp_path / "in"), str(tmp_path / "out")
+    write_night(source, None, 0, 1)
+    main(job_args(source, out, None, "--incremental"))
+    line = refused(local_job.main, [*job_args(source, out, None, "--incremental", "--topk", "3"), *LOCAL], capsys)
+    assert "was written with other options (topk; e.g. topk=5, now 3)" in line and "--overwrite to redo it all" in line
+    manifest = manifest_of(out, None)
+    del manifest["table"]
+    (tmp_path / "out" / "_SUCCESS.json").write_text(json.dumps(manifest))
+    line = refused(local_job.main, [*job_args(source, out, None, "--incremental"), *LOCAL], capsys)
+    assert "written by an older version, without the table's snapshot" in line and "--overwrite" in line
+
+
+def test_removed_files_keep_their_parts_on_request(tmp_path):
+    source, out = str(tmp_path / "in"), str(tmp_path / "out")
+    write_night(source, None, 0, 2)
+    main(job_args(source, out, None, "--incremental"))
+    delete(source, None, "part-00000.parquet")
+    night = main(job_args(source, out, None, "--incremental", "--keep-removed"))
+    assert night["table"]["delta"]["kept_removed"] == ["part-00000.parquet"]
+    assert night["table"]["files"]["part-00000.parquet"]["removed"] and night["counts"]["rows_out"] == 2 * ROWS_PER_FILE
+    assert len(read_output(out)[0]) == 2 * ROWS_PER_FILE
+
+
+def test_a_new_files_id_already_in_the_table_is_refused_before_any_work(data_root, capsys):
+    root, endpoint = data_root
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 2)
+    main(job_args(source, out, endpoint, "--incremental"))
+    write_night(source, endpoint, 5, 1)
+    location = resolve(f"{source}/part-00005.parquet", endpoint)  # the new file, given one id of part-00001
+    with location.filesystem.open_input_file(location.path) as f:
+        table = pq.read_table(f)
+    ids = table.column("id").to_pylist()
+    ids[1] = "img-00003"
+    with location.filesystem.open_output_stream(location.path) as f:
+        pq.write_table(table.set_column(0, "id", [ids]), f)
+    line = refused(local_job.main, [*job_args(source, out, endpoint, "--incremental"), *LOCAL], capsys)
+    assert "id 'img-00003' of " in line and "part-00005.parquet row 1 is already in the table" in line
+    assert not [f for f in files_under(out, endpoint) if "00005" in f]  # nothing was run

@@ -1,0 +1,18 @@
+"""--incremental on Ray: nightly runs over a growing input keep the table equal to a fresh full run."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners import ray_job
+from tests.integration import incremental_scenarios as scenarios
+
+pytestmark = pytest.mark.usefixtures("local_ray")
+
+
+def test_nightly_runs_equal_a_fresh_full_run(tmp_path):
+    scenarios.nightly_runs_equal_a_fresh_full_run(ray_job.main, str(tmp_path), None)
+
+
+def test_a_replaced_input_file_is_redone_on_resume(tmp_path):
+    scenarios.a_replaced_input_file_is_redone_on_resume(ray_job.main, str(tmp_path), None)

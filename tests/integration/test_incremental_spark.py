@@ -1,0 +1,23 @@
+"""--incremental on Spark, input and output on S3: nightly runs keep the table equal to a fresh full run."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners import spark_job
+from tests.common.spark import local_spark
+from tests.integration import incremental_scenarios as scenarios
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spark():
+    with local_spark() as session:
+        yield session
+
+
+def test_nightly_runs_equal_a_fresh_full_run_on_s3(s3_bucket, s3_env):
+    scenarios.nightly_runs_equal_a_fresh_full_run(spark_job.main, f"s3://{s3_bucket}", s3_env)
+
+
+def test_a_replaced_input_file_is_redone_on_resume_on_s3(s3_bucket, s3_env):
+    scenarios.a_replaced_input_file_is_redone_on_resume(spark_job.main, f"s3://{s3_bucket}", s3_env)
