@@ -124,7 +124,8 @@ def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: st
     rows, manifest = read_output(f"{root}/out", endpoint)
     assert f"run {manifest['run_id']} on " in line  # the holder named is the run that wrote the output
     assert_output_contract(rows, manifest, ids, bad={})  # every id once: no part written twice
-    assert sorted(files_under(f"{root}/out", endpoint)) == sorted([*manifest["files"], "_SUCCESS.json"])
+    index, history = manifest["table"]["index"], f"_history/{manifest['run_id']}.json"
+    assert sorted(files_under(f"{root}/out", endpoint)) == sorted([*manifest["files"], "_SUCCESS.json", index, history])
 
 
 def wait_for_lease(job: subprocess.Popen, output_uri: str, endpoint: str | None) -> None:
