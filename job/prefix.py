@@ -20,8 +20,9 @@ holds the prefix's lease (``job.driver``), so no other run changes it meanwhile;
 clears everything but that lease.
 
 After the work, ``verify`` holds every part against the plan (rows in == rows out, no id
-twice) before the manifest is written; it keeps the ids in memory (about 30 bytes a row),
-the only driver state that grows with the dataset, and reads each part whole, in one GET.
+twice: a repeated id is named with its parts and rows, a ``DataError``) before the manifest is
+written; it keeps the ids in memory (about 30 bytes a row), the only driver state that grows
+with the dataset, and reads each part whole, in one GET.
 """
 
 from __future__ import annotations
@@ -33,17 +34,19 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.config import JobConfig
-from job.errors import JobError
+from job.errors import DataError, JobError
 from job.lease import LEASE_NAME
 from job.manifest import MANIFEST, Counts, Manifest, read_manifest
 from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
 from job.plan import FOOTER_READ_THREADS, InputFile
+from job.unique_ids import EXAMPLE_PLACES
 from storage import Location, storage_errors
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
@@ -166,12 +169,28 @@ def verify(location: Location, expected: Mapping[str, InputFile]) -> tuple[Count
     with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(expected)))) as pool:
         tables = list(pool.map(lambda item: _read_checked(location, *item), expected.items()))
     ids = pa.chunked_array([t.column("id") for t in tables], pa.string())
-    duplicates = len(ids) - len(pc.unique(ids))
-    if duplicates:
-        raise RuntimeError(f"output has {duplicates} duplicate ids; no manifest was written")
+    _refuse_repeated_ids(location, list(expected), tables, ids)
     errored = sum(len(t) - t.column("error").null_count for t in tables)
     rows_in = sum(f.rows for f in expected.values())
     return Counts(rows_in=rows_in, rows_out=len(ids), predicted=len(ids) - errored, errored=errored), _error_examples(tables)
+
+
+def _refuse_repeated_ids(location: Location, names: list[str], tables: list[pa.Table], ids: pa.ChunkedArray) -> None:
+    """Raise DataError naming a repeated id and the parts and rows that hold it (the parts' rows are their input files')."""
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    if not len(repeated):
+        return
+    value = repeated.field("values")[0].as_py()
+    places = [(name, int(row)) for name, table in zip(names, tables)
+              for row in np.flatnonzero(pc.equal(table.column("id"), value).to_numpy(zero_copy_only=False))]
+    where = ", ".join(f"{location.uri_of(location.join(name))} row {row}" for name, row in places[:EXAMPLE_PLACES])
+    more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
+    extra = pc.sum(repeated.field("counts")).as_py() - len(repeated)
+    raise DataError(f"output repeats ids: {value!r} is at {where}{more} ({len(repeated)} ids repeat, {extra} rows too many), "
+                    "as the input does (--skip-id-check skipped the check that refuses this before any work); no manifest "
+                    "was written: make the input's ids unique, then run again with --resume, which redoes the files "
+                    "that changed")
 
 
 def _error_examples(tables: list[pa.Table]) -> list[dict]:

@@ -8,6 +8,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from job.errors import DataError
 from job.manifest import Counts, read_manifest, write_manifest
 from job.parts import part_name, read_part_record
 from job.prefix import ERROR_EXAMPLES, list_parts, verify
@@ -61,8 +62,11 @@ def test_verify_holds_every_part_against_the_plan(tmp_path):
         verify(parts.output, expected)
     for index, file in enumerate(files[1:], start=1):
         parts.write(file, predictions([f"{'a' if index == 1 else index}-{i}" for i in range(file.rows)]))
-    with pytest.raises(RuntimeError, match="duplicate ids; no manifest was written"):  # file 1 repeats file 0's ids
+    with pytest.raises(DataError) as repeated:  # file 1 repeats file 0's ids
         verify(parts.output, expected)
+    first, second = (f"{tmp_path}/out/{parts.name(f)}" for f in files[:2])
+    assert str(repeated.value).startswith(f"output repeats ids: 'a-0' is at {first} row 0, {second} row 0 "
+                                          f"({files[1].rows} ids repeat, {files[1].rows} rows too many), as the input does")
     parts.write(files[1], predictions([f"1-{i}" for i in range(files[1].rows)]))
     counts, examples = verify(parts.output, expected)
     rows = sum(f.rows for f in files)
