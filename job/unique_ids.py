@@ -4,19 +4,26 @@
 batches, and keeps one 64-bit hash per id (``job.id_hash``): 8 bytes an id, whatever the ids'
 length, about 80 MB for 10 million. Repeated hashes are then confirmed by value with a second
 read that keeps only the rows carrying them, so the refusal names a real id, its files and
-rows, and a hash collision is never reported. Skip it (``--skip-id-check``) for inputs known to
-be clean; the driver's final check still refuses a duplicate, but only after the whole run.
+rows, and a hash collision is never reported. A null id is refused too, naming its file and row:
+an id names its row's output, and no stand-in name is safe from colliding with a real id. Skip
+the check (``--skip-id-check``) for inputs known to be clean: the footers' null counts still
+refuse null ids before any work where the files have them (``first_null_id`` finds the row), the
+reader stops the run at a null id where they have not, and the driver's final check names a
+repeated id, but only after the whole run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from job.columns import POSITIONAL_IDS
+from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.errors import JobError
 from job.id_hash import id_hashes
 from storage import Location, storage_errors
@@ -28,9 +35,25 @@ CONFIRM_AT_ONCE = 1024  # repeated hashes confirmed per re-read; real duplicates
 EXAMPLE_PLACES = 3  # rows quoted for the repeated id in the refusal
 
 
+@dataclass(frozen=True)
+class FileIds:
+    """What one file's id read found: its non-null ids' hashes (written in place) and its nulls."""
+
+    hashed: int  # non-null ids, hashed at the front of the file's slice
+    nulls: int
+    first_null: int | None  # the row of the first null id, if any
+
+
+def null_id_problem(id_column: str, how_many: str = "") -> str:
+    """What is wrong with a null id and what to do: the tail of every refusal of one (``how_many``: a count in words)."""
+    return (f"its id (column {id_column!r}) is null{how_many}; every row needs an id, which names its output row: fill "
+            f"the ids in, or pass --id-column naming a column without nulls ({POSITIONAL_IDS})")
+
+
 def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> int:
-    """Raise JobError if an id repeats in the first ``rows`` rows of the ``(path, rows)`` files; returns ids checked."""
-    hashes = _all_hashes(location, files, id_column, as_text)
+    """Raise JobError if an id is null or repeats in the first ``rows`` rows of the ``(path, rows)`` files; returns ids checked."""
+    hashes, found = _all_hashes(location, files, id_column, as_text)
+    _refuse_nulls(location, files, found, id_column)
     hashes.sort()
     repeats = hashes[1:] == hashes[:-1]
     candidates = np.unique(hashes[1:][repeats])
@@ -42,28 +65,49 @@ def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_co
     return len(hashes)
 
 
-def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> np.ndarray:
-    """The hashes of every non-null id, in one array allocated once (rows are known from the footers)."""
+def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column: str,
+                as_text: bool) -> tuple[np.ndarray, list[FileIds]]:
+    """The hashes of every non-null id, in one array allocated once (rows are known from the footers), and each file's nulls."""
     starts = np.concatenate(([0], np.cumsum([rows for _, rows in files], dtype=np.int64)))
     hashes = np.empty(int(starts[-1]), dtype=np.uint64)
 
-    def fill(index: int) -> int:  # writes file ``index``'s hashes at the front of its slice; returns how many
+    def fill(index: int) -> FileIds:  # writes file ``index``'s hashes at the front of its slice
         path, rows = files[index]
-        written = int(starts[index])
-        for _, array in _id_chunks(location, path, rows, id_column):
+        written, nulls, first_null = int(starts[index]), 0, None
+        for first_row, array in _id_chunks(location, path, rows, id_column):
             values, valid = id_hashes(array, as_text)
             kept = values[valid]
             hashes[written : written + len(kept)] = kept
             written += len(kept)
-        return written - int(starts[index])
+            if first_null is None and len(kept) < len(valid):
+                first_null = first_row + int(np.argmin(valid))
+            nulls += len(valid) - len(kept)
+        return FileIds(written - int(starts[index]), nulls, first_null)
 
     with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        counts = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
+        found = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
     end = 0
-    for start, count in zip(starts[:-1], counts):  # close the gaps null ids left; a no-op without nulls
-        hashes[end : end + count] = hashes[int(start) : int(start) + count]
-        end += count
-    return hashes[:end]
+    for start, file_ids in zip(starts[:-1], found):  # close the gaps null ids left; a no-op without nulls
+        hashes[end : end + file_ids.hashed] = hashes[int(start) : int(start) + file_ids.hashed]
+        end += file_ids.hashed
+    return hashes[:end], found
+
+
+def _refuse_nulls(location: Location, files: Sequence[tuple[str, int]], found: list[FileIds], id_column: str) -> None:
+    with_nulls = [(path, file_ids) for (path, _), file_ids in zip(files, found) if file_ids.nulls]
+    if with_nulls:
+        path, first = with_nulls[0]
+        total = sum(file_ids.nulls for _, file_ids in with_nulls)
+        how_many = f" ({total} rows in {len(with_nulls)} files have none)"
+        raise JobError(f"{location.uri_of(path)} row {first.first_null}: {null_id_problem(id_column, how_many)}")
+
+
+def first_null_id(location: Location, path: str, rows: int, id_column: str) -> int | None:
+    """The row of the first null id among the first ``rows`` rows of one file; None: there is none."""
+    for first_row, array in _id_chunks(location, path, rows, id_column):
+        if array.null_count:
+            return first_row + int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+    return None
 
 
 def _places_of(location: Location, files, id_column: str, as_text: bool, wanted: np.ndarray) -> dict[str, list]:
@@ -102,7 +146,12 @@ def _id_chunks(location: Location, path: str, rows: int, id_column: str) -> Iter
                 array = batch.column(0).slice(0, rows - start)
                 yield start, array
                 start += len(array)
-        except pa.ArrowInvalid as e:
+        except READ_ERRORS as e:
+            damaged = damaged_row_group(location, path, start, IDS_PER_BATCH, [id_column])
+            if damaged is not None:
+                raise JobError(f"{damaged}: {DAMAGED_FIX}") from e
+            if isinstance(e, OSError):
+                raise  # it reads now: the store failed for a moment (storage_errors explains it, the callers retry)
             raise JobError(f"{uri}: cannot read its id column {id_column!r} ({e}); fix or remove the file") from e
 
 
@@ -112,4 +161,4 @@ def _refusal(location: Location, repeated: dict[str, list], values: int, extra_r
     more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
     return (f"ids in column {id_column!r} are not unique: {value!r} is at {where}{more} ({values} ids repeat, "
             f"{extra_rows} rows too many); the output holds each id once: fix the data, or pass --id-column naming "
-            "a unique column (one the files lack gives '<file name>:<row>' ids)")
+            f"a unique column ({POSITIONAL_IDS})")
