@@ -19,11 +19,11 @@ from job.errors import JobError
         ({"precision": "int8"}, "--precision must be one of fp32, fp16, bf16"),
         ({"topk": 0}, "--topk must be between 1 and 1000"),
         ({"raw_shape": (256, 256, 4)}, "--raw-shape must be H,W,C with C 1 or 3"),
-        ({"output": "s3://b/in/"}, "--output s3://b/in/ lies in --input s3://b/in: the next run (--resume, --overwrite) "
-                                   "would read this job's parts as input"),
+        ({"output": "s3://b/in/"}, ("--output s3://b/in/ lies in --input s3://b/in: the next run (--resume, --overwrite) "
+                                    "would read this job's parts as input")),
         ({"output": "s3://b/in/preds/"}, "--output s3://b/in/preds/ lies in --input s3://b/in"),
-        ({"output": "s3://b/"}, "--input s3://b/in lies in --output s3://b/: the job would write its parts among its "
-                                "input files; choose an --output outside --input"),
+        ({"output": "s3://b/"}, ("--input s3://b/in lies in --output s3://b/: the job would write its parts among its "
+                                 "input files; choose an --output outside --input")),
         ({"image_column": ""}, "--image-column must not be empty"),
     ],
 )
