@@ -5,10 +5,10 @@ footer (a garbled page header, a corrupt compressed page) fails only when it is 
 raises the same ``OSError`` for that as for a store that stops answering, and the two need
 opposite answers: a store's failure is retried or reported as it is (``storage.errors``), a
 damaged file fails every time and needs the file rewritten. So, when a read fails,
-``damaged_row_group`` asks the two questions apart: can the store still give the bytes of the
-row groups the read was in, and do those row groups decode when read again on their own? Bytes
-that arrive but do not decode make a damaged file, named with its row group and rows; anything
-else is the store's. Use it from a reader's ``except`` clause (``job.plan``, ``job.unique_ids``).
+``damaged_row_group`` fetches the bytes of the row groups the read was in (a store's failure is
+raised there, as its own) and decodes them again from memory, where no store can fail: bytes that
+arrive but do not decode make a damaged file, named with its row group and rows; anything else is
+the store's. Use it from a reader's ``except`` clause (``job.plan``, ``job.unique_ids``).
 """
 
 from __future__ import annotations
@@ -32,16 +32,47 @@ def damaged_row_group(location: Location, path: str, first_row: int, rows: int, 
     """
     uri = location.uri_of(path)
     with storage_errors(uri), location.filesystem.open_input_file(path) as f:
-        parquet = pq.ParquetFile(f)
-        for group in _row_groups_over(parquet.metadata, first_row, rows):
-            _read_bytes(f, parquet.metadata.row_group(group), columns)  # the store's failure is raised here, as its own
+        metadata, size = pq.ParquetFile(f).metadata, f.size()
+        for group in _row_groups_over(metadata, first_row, rows):
+            window = _Window(*_read_chunks(f, metadata.row_group(group), columns), size)
             try:
-                parquet.read_row_group(group, columns=list(columns))
+                pq.ParquetFile(pa.PythonFile(window, mode="r"), metadata=metadata, pre_buffer=False).read_row_group(
+                    group, columns=list(columns))
             except READ_ERRORS as e:
-                start = _first_rows(parquet.metadata)[group]
-                end = start + parquet.metadata.row_group(group).num_rows - 1
+                if window.strayed:
+                    return None  # it needed bytes this did not fetch: no verdict, so the store's error stands
+                start = _first_rows(metadata)[group]
+                end = start + metadata.row_group(group).num_rows - 1
                 return f"{uri}: row group {group} (rows {start}-{end}) cannot be read ({_one_line(e)})"
     return None
+
+
+class _Window:
+    """A read-only file of ``size`` bytes of which only ``data``, at ``start``, is known: what a decode may read."""
+
+    def __init__(self, start: int, data: bytes, size: int) -> None:
+        self.start, self.data, self.size, self.position = start, data, size, 0
+        self.strayed = False  # a read fell outside the known bytes
+        self.closed = False
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        self.position = {0: position, 1: self.position + position, 2: self.size + position}[whence]
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def read(self, nbytes: int = -1) -> bytes:
+        end = self.size if nbytes < 0 else min(self.position + nbytes, self.size)
+        if self.position < self.start or end > self.start + len(self.data):
+            self.strayed = True
+            raise OSError(f"bytes {self.position}-{end} were not fetched")
+        chunk = self.data[self.position - self.start : end - self.start]
+        self.position = end
+        return chunk
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _one_line(error: BaseException) -> str:
@@ -66,10 +97,11 @@ def _row_groups_over(metadata: pq.FileMetaData, first_row: int, rows: int) -> li
             if start < first_row + rows and start + metadata.row_group(group).num_rows > first_row]
 
 
-def _read_bytes(f: pa.NativeFile, group: pq.RowGroupMetaData, columns: Sequence[str]) -> None:
-    """Read the raw bytes of ``columns``' chunks in one row group: one ranged read, nothing decoded."""
+def _read_chunks(f: pa.NativeFile, group: pq.RowGroupMetaData, columns: Sequence[str]) -> tuple[int, bytes]:
+    """(offset, raw bytes) of ``columns``' chunks in one row group: one ranged read, nothing decoded."""
     chunks = [group.column(i) for i in range(group.num_columns) if group.column(i).path_in_schema.split(".")[0] in columns]
     offsets = [c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset for c in chunks]
-    if chunks:
-        start = min(offsets)
-        f.read_at(max(o + c.total_compressed_size for o, c in zip(offsets, chunks)) - start, start)
+    if not chunks:
+        return 0, b""
+    start = min(offsets)
+    return start, f.read_at(max(o + c.total_compressed_size for o, c in zip(offsets, chunks)) - start, start)

@@ -118,6 +118,20 @@ def test_a_damaged_page_stops_the_read_naming_the_file_and_its_rows(tmp_path):
     assert "\n" not in str(stopped.value)
 
 
+def test_damage_is_told_from_memory_for_raw_pixels_and_dictionary_ids(tmp_path):
+    """The row group is decoded again from the bytes fetched for it alone: every layout must decode from those."""
+    pixels = pa.array([[i % 256] * 12 for i in range(10)], pa.list_(pa.uint8()))
+    table = pa.table({"image": pixels, "id": [f"id-{i}" for i in range(10)], "height": [2] * 10, "width": [2] * 10,
+                      "channels": [3] * 10})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=4, use_dictionary=["id"], compression="zstd")
+    location = resolve(str(tmp_path))
+    columns = ["image", "id", "height", "width", "channels"]
+    assert damaged_row_group(location, str(tmp_path / "a.parquet"), 0, 10, columns) is None
+    garble_page(str(tmp_path / "a.parquet"), None, row_group=2)
+    assert damaged_row_group(location, str(tmp_path / "a.parquet"), 6, 4, columns).startswith(
+        f"{tmp_path}/a.parquet: row group 2 (rows 8-9) cannot be read (")
+
+
 def test_a_damaged_id_page_is_refused_before_any_work(tmp_path):
     write(tmp_path / "a.parquet", 10)
     garble_page(str(tmp_path / "a.parquet"), None, row_group=2, column="id")
