@@ -25,8 +25,9 @@ DAMAGED_FIX = "the file is damaged (its footer reads, a page does not): rewrite 
 
 
 def damaged_row_group(location: Location, path: str, first_row: int, rows: int, columns: Sequence[str]) -> str | None:
-    """Why ``path`` is damaged (one clause naming it, the row group, its rows and pyarrow's words),
-    or None when the row groups holding rows ``first_row`` .. ``first_row + rows - 1`` decode now.
+    """Why ``path`` is damaged (one clause naming it, the row group, its rows and pyarrow's words), or None
+    when the row groups holding rows ``first_row`` .. ``first_row + rows - 1`` decode from their refetched
+    bytes (the failure was the store's), or need bytes past them (no verdict).
 
     Raises ``StorageError`` when the store fails to give their bytes: then the store is at fault.
     """
