@@ -2,7 +2,8 @@
 
 An engine builds its parser with ``get_args_parser()`` (adding an argument group of its own),
 turns the namespace into a ``JobConfig`` with ``config_from_args``, and runs its ``main``
-through ``run_main``, which prints a user-fixable error as one line and exits 2.
+through ``run_main``, which prints a user-fixable error as one line and exits 2 (refused before
+any work) or 3 (the input's data stopped the run part-way: ``job.errors.DataError``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from collections.abc import Callable, Sequence
 from inference.names import PRECISIONS, WeightsError
 from inference.compile import COMPILE_CHOICES
 from job.config import JobConfig
-from job.errors import JobError
+from job.errors import DataError, JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError
 
-EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every refused job
+EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every job refused before any work
+# The input's data stopped the run part-way (a damaged file, a null or repeated id found by the run):
+# running it again as it is fails again, so a scheduler should not retry it blindly; fix the data, then --resume.
+EXIT_DATA = 3
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 RESUME_HINT = "no manifest written; re-run with --resume to keep the committed parts and finish"
 
@@ -129,16 +133,16 @@ def config_to_argv(config: JobConfig) -> list[str]:
 
 def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None,
              interrupted_hint: str | None = None) -> int:
-    """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2.
+    """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2 (3: ``DataError``).
 
     ``interrupted_hint`` follows "interrupted" on Ctrl-C: jobs pass ``RESUME_HINT``; tools need none.
     """
     try:
         main(argv)
-    except (JobError, StorageError, WeightsError) as e:
+    except (JobError, StorageError, WeightsError, DataError) as e:
         text = str(e)
         print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_DATA if isinstance(e, DataError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted" + (f": {interrupted_hint}" if interrupted_hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED

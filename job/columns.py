@@ -25,6 +25,7 @@ class Footer:
     path: str  # inside the input filesystem
     rows: int
     schema: pa.Schema
+    id_nulls: int | None = None  # null ids by the footer's statistics; None: not recorded (or no id column)
 
 
 @dataclass(frozen=True)

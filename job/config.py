@@ -14,7 +14,7 @@ from inference.names import PRECISIONS
 from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
-from storage import has_credentials, redact
+from storage import has_credentials, redact, within
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,31 @@ class JobConfig:
         _require(not (self.incremental and self.limit), "--limit takes part of the input, --incremental all of it; pass one of them")
         _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
                  "--incremental run; add --incremental")
-        _require(self.output is None or self.input is None or self.output.rstrip("/") != self.input.rstrip("/"),
-                 "--output must differ from --input")
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
                             ("--s3-endpoint-url", self.s3_endpoint_url)):
             # The manifest records the config: a password in a URL would be written next to the data.
             _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
                      "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        if self.input is not None and self.output is not None:
+            _require_apart(self.input, self.output)
 
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
         return dataclasses.asdict(self)
+
+
+def _require_apart(input_uri: str, output_uri: str) -> None:
+    """Refuse an output prefix in the input's (or the reverse), before any work.
+
+    Refused rather than left out of the input's listing: every other reader of the input (a
+    Spark table, the next Ray job) would still take the predictions for input rows.
+    """
+    _require(not within(output_uri, input_uri),
+             f"--output {output_uri} lies in --input {input_uri}: the next run (--resume, --overwrite) would read this "
+             "job's parts as input, and so would every other reader of the input; choose an --output outside --input")
+    _require(not within(input_uri, output_uri),
+             f"--input {input_uri} lies in --output {output_uri}: the job would write its parts among its input files; "
+             "choose an --output outside --input")
 
 
 def _require(condition: bool, message: str) -> None:

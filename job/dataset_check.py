@@ -1,9 +1,11 @@
-"""Check the input as a whole before any image is decoded: footers agree, ids are unique.
+"""Check the input as a whole before any image is decoded: footers agree, ids are unique and never null.
 
 Use ``check_dataset`` once on the driver, on the files ``job.data_files.list_data_files``
-found. It reads every file's footer (in parallel: schema and row count), holds every file's
-columns against the first file with rows (``job.columns``), drops files without rows, applies
-``--limit``, and reads the id column of the files to run (``job.unique_ids``). Each problem is
+found. It reads every file's footer (in parallel: schema, row count, the id column's null
+count), holds every file's columns against the first file with rows (``job.columns``), drops
+files without rows, applies ``--limit``, and reads the id column of the files to run
+(``job.unique_ids``: no id null, none twice); with ``--skip-id-check`` only the footers' null
+counts are held against the ids (a file whose footer has none is read as it is). Each problem is
 refused with one ``JobError`` line naming the file, the value and the fix, so nothing a footer
 or the id column can tell reaches a worker as a traceback or the end of a night as a failure.
 """
@@ -20,7 +22,7 @@ import pyarrow.parquet as pq
 
 from job.columns import Footer, InputColumns, check_columns
 from job.errors import JobError
-from job.unique_ids import CheckedIds, check_unique_ids
+from job.unique_ids import CheckedIds, check_unique_ids, first_null_id, null_id_problem
 from storage import Location, storage_errors
 
 # Footers are small; reading many at once hides S3 latency when planning thousands of files.
@@ -55,7 +57,7 @@ def check_dataset(
     check_ids: bool = True,
 ) -> DatasetReport:
     """Refuse what the footers and the id column show to be wrong (JobError, one line); see the module docstring."""
-    footers = read_footers(location, paths)
+    footers = read_footers(location, paths, id_column)
     with_rows = [f for f in footers if f.rows > 0]
     if not with_rows:
         raise JobError(f"{location.uri}: the input has no rows; nothing to do")
@@ -66,12 +68,15 @@ def check_dataset(
         _require_distinct_names(location, [path for path, _ in files])
     elif check_ids:
         ids = check_unique_ids(location, files, columns.id_column, columns.ids_as_text)
+    else:  # no id read: what the footers say of null ids is all there is before the run
+        _refuse_counted_nulls(location, files, {f.path: f.id_nulls for f in with_rows}, columns.id_column)
     empty = tuple(f.path for f in footers if f.rows == 0)
     return DatasetReport(tuple(files), columns, empty, ids)
 
 
-def read_footers(location: Location, paths: Sequence[str]) -> list[Footer]:
-    """Every file's schema and row count, in the order given; a 0-byte file counts as 0 rows."""
+def read_footers(location: Location, paths: Sequence[str], id_column: str | None = None) -> list[Footer]:
+    """Every file's schema and row count (and null ``id_column`` cells where recorded), in the order given;
+    a 0-byte file counts as 0 rows."""
 
     def footer(path: str) -> Footer:
         with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
@@ -82,10 +87,34 @@ def read_footers(location: Location, paths: Sequence[str]) -> list[Footer]:
             except pa.ArrowInvalid as e:
                 raise JobError(f"{location.uri_of(path)}: not a Parquet file ({e}); move it out of --input, or "
                                "rename it to start with '_' or '.' so readers skip it") from e
-        return Footer(path, metadata.num_rows, metadata.schema.to_arrow_schema())
+        return Footer(path, metadata.num_rows, metadata.schema.to_arrow_schema(), _null_count(metadata, id_column))
 
     with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(paths)))) as pool:
         return list(pool.map(footer, paths))
+
+
+def _null_count(metadata: pq.FileMetaData, column: str | None) -> int | None:
+    """Null cells of a top-level ``column`` by the row groups' statistics; None where any row group has none."""
+    names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if column not in names:
+        return None
+    index, nulls = names.index(column), 0
+    for group in range(metadata.num_row_groups):
+        statistics = metadata.row_group(group).column(index).statistics
+        if statistics is None or not statistics.has_null_count:
+            return None
+        nulls += statistics.null_count
+    return nulls
+
+
+def _refuse_counted_nulls(location: Location, files: list[tuple[str, int]], nulls: dict[str, int | None],
+                          id_column: str) -> None:
+    """Refuse the first planned file whose footer counts null ids among the rows to run (found by one read of its ids)."""
+    for path, rows in files:
+        if nulls[path]:
+            row = first_null_id(location, path, rows, id_column)
+            if row is not None:  # None: the nulls lie past --limit
+                raise JobError(f"{location.uri_of(path)} row {row}: {null_id_problem(id_column)}")
 
 
 def take_rows(files: list[tuple[str, int]], limit: int | None) -> list[tuple[str, int]]:

@@ -12,7 +12,10 @@ rows, the input file's identity (size, modification time) and the job's options,
 ``PartCollector`` is for rows of several files arriving interleaved and maybe twice (the Ray
 driver's stream, a Spark task's partition): every row carries its input file index and its
 position (``with_position``); a position seen before is dropped, and a file's part is
-committed the moment its last position arrives.
+committed the moment its last position arrives. A row whose file index is ``FAILED`` carries a
+``DataError`` (a damaged input file, a null id) from the reader to the collector, which raises it
+there: as a row it crosses every engine's pipeline without a worker traceback (Ray logs one per
+failed task) or a retry (Spark retries a failed task 4 times, and a damaged file fails every time).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.config import JobConfig
+from job.errors import DataError
 from job.execution import Execution
 from job.plan import InputFile, InputPlan
 from job.rows import OUTPUT_SCHEMA
@@ -113,11 +117,17 @@ def read_part_record(location: Location, name: str) -> tuple[int, dict | None]:
 
 FILE = "input_file_index"  # int32: index into the plan's files
 ROW = "input_row"  # int64: the row's position in its input file
+FAILED = -1  # FILE of a row that stands for a DataError (its ``error``), not for an input row
 
 
 def with_position(table: pa.Table, files: np.ndarray, rows: np.ndarray) -> pa.Table:
     """``table`` plus each row's input file index and position."""
     return table.append_column(FILE, pa.array(files, pa.int32())).append_column(ROW, pa.array(rows, pa.int64()))
+
+
+def failure_positions() -> tuple[np.ndarray, np.ndarray]:
+    """The FILE and ROW values of the one row that carries a DataError (see the module docstring)."""
+    return np.full(1, FAILED, np.int32), np.zeros(1, np.int64)
 
 
 def positions(index: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,9 +175,14 @@ class PartCollector:
         self.progress: list[tuple[float, int]] = []  # (wall time, rows that were new): the job's timeline
 
     def add(self, table: pa.Table) -> list[tuple[str, int]]:
-        """Take rows (with FILE and ROW columns); returns (name, rows) of the parts this committed."""
+        """Take rows (with FILE and ROW columns); returns (name, rows) of the parts this committed.
+
+        Raises the ``DataError`` a ``FAILED`` row carries, after committing what the other rows complete.
+        """
         done, new_rows = [], 0
         for index in np.unique(table.column(FILE).to_numpy()).tolist():
+            if index == FAILED:
+                continue  # raised below, once the rows beside it are in
             if index in self.committed:
                 continue  # a re-executed block of a file already written: nothing new in it
             rows = table.filter(pc.equal(table.column(FILE), index))
@@ -180,6 +195,9 @@ class PartCollector:
                 self.committed.add(index)
         if new_rows:
             self.progress.append((time.time(), new_rows))
+        failed = table.filter(pc.equal(table.column(FILE), FAILED)).column("error")
+        if len(failed):
+            raise DataError(failed[0].as_py())
         return done
 
     def check_complete(self) -> None:

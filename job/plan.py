@@ -18,17 +18,22 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
-from job.errors import JobError
 from job.config import JobConfig
+from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.data_files import FileIdentity, list_data_files
 from job.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
+from job.errors import DataError, JobError
+from job.unique_ids import null_id_problem
 from storage import Location, storage_errors
 
 __all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "plan_input", "read_file", "read_planned"]
+# What a DataError's line ends with: the run's committed parts are kept.
+RESUME_AFTER_FIX = "then run again with --resume, which keeps the parts committed so far"
 
 
 @dataclass(frozen=True)
@@ -88,21 +93,33 @@ def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], c
 
 
 def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tuple[list[str], pa.RecordBatch]]:
-    """Yield (ids, record batch) for the first ``file.rows`` rows of ``file``, ``batch_rows`` at a time."""
-    name = os.path.basename(file.path)
+    """Yield (ids, record batch) for the first ``file.rows`` rows of ``file``, ``batch_rows`` at a time.
+
+    Raises ``DataError`` for what only reading the rows can find: a damaged page (``job.damaged``),
+    a null id (``--skip-id-check`` where footers have no null counts; ``job.dataset_check`` refuses the rest).
+    """
+    name, uri = os.path.basename(file.path), plan.location.uri_of(file.path)
     start = 0
-    with storage_errors(plan.location.uri_of(file.path)):
+    with storage_errors(uri):
         # pre_buffer (the default in recent pyarrow, not in older ones): one coalesced GET per row
         # group instead of one per column chunk. Fewer requests, and no tiny ranged GETs: pyarrow
         # cannot retry a 503 SlowDown whose error body is larger than the range it asked for
         # ("Failed to flush response stream"), and a small id column chunk is such a range.
         parquet = pq.ParquetFile(plan.location.filesystem.open_input_file(file.path), pre_buffer=True)
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=plan.columns()):
-            batch = batch.slice(0, file.rows - start)
-            yield _ids(plan, batch, name, start), batch
-            start += batch.num_rows
-            if start >= file.rows:
+        batches = parquet.iter_batches(batch_size=batch_rows, columns=plan.columns())
+        while start < file.rows:
+            try:
+                batch = next(batches, None)
+            except READ_ERRORS as e:
+                damaged = damaged_row_group(plan.location, file.path, start, batch_rows, plan.columns())
+                if damaged is None:
+                    raise  # it reads now: the store failed for a moment (storage_errors explains it)
+                raise DataError(f"{damaged}: {DAMAGED_FIX}; {RESUME_AFTER_FIX}") from e
+            if batch is None:
                 return
+            batch = batch.slice(0, file.rows - start)
+            yield _ids(plan, batch, name, start, uri), batch
+            start += batch.num_rows
 
 
 def read_planned(plan: InputPlan, index: int, batch_rows: int) -> Iterator[tuple[int, list[str], pa.RecordBatch]]:
@@ -113,12 +130,14 @@ def read_planned(plan: InputPlan, index: int, batch_rows: int) -> Iterator[tuple
         start += batch.num_rows
 
 
-def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int) -> list[str]:
+def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int, uri: str) -> list[str]:
     if plan.id_column is None:
         return [f"{name}:{start + i}" for i in range(batch.num_rows)]
-    ids = batch.column(plan.id_column).cast(pa.string()).to_pylist()
-    # A null id would be lost in the output; name it by position instead and keep the row.
-    return [f"{name}:{start + i}" if v is None else v for i, v in enumerate(ids)]
+    column = batch.column(plan.id_column)
+    if column.null_count:
+        row = start + int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataError(f"{uri} row {row}: {null_id_problem(plan.id_column)}; {RESUME_AFTER_FIX}")
+    return column.cast(pa.string()).to_pylist()
 
 
 def _say_skipped(location: Location, report: DatasetReport) -> None:

@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from job.config import JobConfig
-from job.errors import JobError
+from job.errors import DataError, JobError
 from job.execution import Execution
-from job.parts import positions, with_position
+from job.parts import failure_positions, positions, with_position
 from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.rows import prediction_table
 from job.timeline import DEVICE_SECONDS
@@ -77,13 +77,20 @@ class Preprocess:
         self.feedback = feedback if execution.auto_adapts else None
 
     def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
-        """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position."""
-        for start, ids, records in read_planned(plan, index, batch_rows):
-            files, rows = positions(index, start, len(ids))
-            yield self(ids, records, files, rows)
-            device = self.feedback() if self.feedback is not None else None
-            if device is not None:
-                self.router.feedback(device)
+        """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position.
+
+        A ``DataError`` reading it (a damaged page, a null id) ends the file with one ``FAILED``
+        row carrying the error, which the part collector raises (``job.parts``).
+        """
+        try:
+            for start, ids, records in read_planned(plan, index, batch_rows):
+                files, rows = positions(index, start, len(ids))
+                yield self(ids, records, files, rows)
+                device = self.feedback() if self.feedback is not None else None
+                if device is not None:
+                    self.router.feedback(device)
+        except DataError as e:
+            yield PixelBatch([""], np.empty((0, self.recipe.crop, self.recipe.crop, 3), np.uint8), [str(e)], *failure_positions())
 
     def __call__(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None = None,
                  rows: np.ndarray | None = None) -> Batch:

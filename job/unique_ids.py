@@ -4,8 +4,12 @@
 batches, and keeps one 64-bit hash per id (``job.id_hash``): 8 bytes an id, whatever the ids'
 length, about 80 MB for 10 million. Repeated hashes are then confirmed by value with a second
 read that keeps only the rows carrying them, so the refusal names a real id, its files and
-rows, and a hash collision is never reported. Skip it (``--skip-id-check``) for inputs known to
-be clean; the driver's final check still refuses a duplicate, but only after the whole run.
+rows, and a hash collision is never reported. A null id is refused too, naming its file and row:
+an id names its row's output, and no stand-in name is safe from colliding with a real id. Skip
+the check (``--skip-id-check``) for inputs known to be clean: the footers' null counts still
+refuse null ids before any work where the files have them (``first_null_id`` finds the row), the
+reader stops the run at a null id where they have not, and the driver's final check names a
+repeated id, but only after the whole run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from job.columns import POSITIONAL_IDS
+from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.errors import JobError
 from job.id_hash import id_hashes
 from storage import Location, storage_errors
@@ -30,14 +36,32 @@ EXAMPLE_PLACES = 3  # rows quoted for the repeated id in the refusal
 
 
 @dataclass(frozen=True)
+class FileIds:
+    """What one file's id read found: its non-null ids' hashes (written in place) and its nulls."""
+
+    hashed: int  # non-null ids, hashed at the front of the file's slice
+    nulls: int
+    first_null: int | None  # the row of the first null id, if any
+
+
+def null_id_problem(id_column: str, how_many: str = "") -> str:
+    """What is wrong with a null id and what to do: the tail of every refusal of one (``how_many``: a count in words)."""
+    return (f"its id (column {id_column!r}) is null{how_many}; every row needs an id, which names its output row: fill "
+            f"the ids in, or pass --id-column naming a column without nulls ({POSITIONAL_IDS})")
+
+
+@dataclass(frozen=True)
 class CheckedIds:
-    ids: int  # non-null ids read and found unique
-    digests: dict[str, int | None]  # each file's ``ids_digest`` (None: it has null ids); the final check holds parts to them
+    ids: int  # ids read and found unique
+    digests: dict[str, int]  # each file's ``ids_digest``: the final check holds its part to it
 
 
 def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> CheckedIds:
-    """Raise JobError if an id repeats in the first ``rows`` rows of the ``(path, rows)`` files."""
-    hashes, digests = _all_hashes(location, files, id_column, as_text)
+    """Raise JobError if an id is null or repeats in the first ``rows`` rows of the ``(path, rows)`` files."""
+    hashes, found = _all_hashes(location, files, id_column, as_text)
+    _refuse_nulls(location, files, found, id_column)
+    starts = np.cumsum([0, *(file_ids.hashed for file_ids in found)])
+    digests = {path: ids_digest(hashes[starts[i] : starts[i + 1]]) for i, (path, _) in enumerate(files)}
     hashes.sort()
     repeats = hashes[1:] == hashes[:-1]
     candidates = np.unique(hashes[1:][repeats])
@@ -59,31 +83,48 @@ def ids_digest(hashes: np.ndarray) -> int:
 
 
 def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column: str,
-                as_text: bool) -> tuple[np.ndarray, dict[str, int | None]]:
-    """The hashes of every non-null id, in one array allocated once (rows are known from the footers),
-    and each file's ids digest (None for a file with null ids)."""
+                as_text: bool) -> tuple[np.ndarray, list[FileIds]]:
+    """The hashes of every non-null id, in one array allocated once (rows are known from the footers), and each file's nulls."""
     starts = np.concatenate(([0], np.cumsum([rows for _, rows in files], dtype=np.int64)))
     hashes = np.empty(int(starts[-1]), dtype=np.uint64)
 
-    def fill(index: int) -> int:  # writes file ``index``'s hashes at the front of its slice; returns how many
+    def fill(index: int) -> FileIds:  # writes file ``index``'s hashes at the front of its slice
         path, rows = files[index]
-        written = int(starts[index])
-        for _, array in _id_chunks(location, path, rows, id_column):
+        written, nulls, first_null = int(starts[index]), 0, None
+        for first_row, array in _id_chunks(location, path, rows, id_column):
             values, valid = id_hashes(array, as_text)
             kept = values[valid]
             hashes[written : written + len(kept)] = kept
             written += len(kept)
-        return written - int(starts[index])
+            if first_null is None and len(kept) < len(valid):
+                first_null = first_row + int(np.argmin(valid))
+            nulls += len(valid) - len(kept)
+        return FileIds(written - int(starts[index]), nulls, first_null)
 
     with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        counts = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
-    digests = {path: ids_digest(hashes[int(start) : int(start) + count]) if count == rows else None
-               for (path, rows), start, count in zip(files, starts[:-1], counts)}
+        found = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
     end = 0
-    for start, count in zip(starts[:-1], counts):  # close the gaps null ids left; a no-op without nulls
-        hashes[end : end + count] = hashes[int(start) : int(start) + count]
-        end += count
-    return hashes[:end], digests
+    for start, file_ids in zip(starts[:-1], found):  # close the gaps null ids left; a no-op without nulls
+        hashes[end : end + file_ids.hashed] = hashes[int(start) : int(start) + file_ids.hashed]
+        end += file_ids.hashed
+    return hashes[:end], found
+
+
+def _refuse_nulls(location: Location, files: Sequence[tuple[str, int]], found: list[FileIds], id_column: str) -> None:
+    with_nulls = [(path, file_ids) for (path, _), file_ids in zip(files, found) if file_ids.nulls]
+    if with_nulls:
+        path, first = with_nulls[0]
+        total = sum(file_ids.nulls for _, file_ids in with_nulls)
+        how_many = f" ({total} rows in {len(with_nulls)} files have none)"
+        raise JobError(f"{location.uri_of(path)} row {first.first_null}: {null_id_problem(id_column, how_many)}")
+
+
+def first_null_id(location: Location, path: str, rows: int, id_column: str) -> int | None:
+    """The row of the first null id among the first ``rows`` rows of one file; None: there is none."""
+    for first_row, array in _id_chunks(location, path, rows, id_column):
+        if array.null_count:
+            return first_row + int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+    return None
 
 
 def hashes_of(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> dict[str, np.ndarray]:
@@ -137,7 +178,12 @@ def _id_chunks(location: Location, path: str, rows: int, id_column: str) -> Iter
                 array = batch.column(0).slice(0, rows - start)
                 yield start, array
                 start += len(array)
-        except pa.ArrowInvalid as e:
+        except READ_ERRORS as e:
+            damaged = damaged_row_group(location, path, start, IDS_PER_BATCH, [id_column])
+            if damaged is not None:
+                raise JobError(f"{damaged}: {DAMAGED_FIX}") from e
+            if isinstance(e, OSError):
+                raise  # it reads now: the store failed for a moment (storage_errors explains it, the callers retry)
             raise JobError(f"{uri}: cannot read its id column {id_column!r} ({e}); fix or remove the file") from e
 
 
@@ -147,4 +193,4 @@ def _refusal(location: Location, repeated: dict[str, list], values: int, extra_r
     more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
     return (f"ids in column {id_column!r} are not unique: {value!r} is at {where}{more} ({values} ids repeat, "
             f"{extra_rows} rows too many); the output holds each id once: fix the data, or pass --id-column naming "
-            "a unique column (one the files lack gives '<file name>:<row>' ids)")
+            f"a unique column ({POSITIONAL_IDS})")

@@ -7,7 +7,8 @@ digest, ``job.unique_ids.ids_digest``, against the one the id check read from th
 known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
 with their rows and id hashes from the table's index (``job.table``). Ids are then held unique
 across the whole table by their 64-bit hashes, and a repeated hash is confirmed by value in the
-parts that hold it, so the refusal names a real id and its parts and a collision never fails a run.
+parts that hold it, so the ``DataError`` (exit 3) names a real id, its parts and rows, and a
+collision never fails a run.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from job.dataset_check import FOOTER_READ_THREADS
+from job.errors import DataError
 from job.id_hash import id_hashes
 from job.manifest import Counts
 from job.plan import InputFile
 from job.prefix import list_parts
 from job.table import repeated_hashes
-from job.unique_ids import ids_digest
+from job.unique_ids import EXAMPLE_PLACES, ids_digest
 from storage import Location, storage_errors
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
@@ -111,17 +113,25 @@ def _require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_t
     repeated = repeated_hashes({name: f.hashes for name, f in facts.items()})
     if len(repeated) == 0:
         return
-    holders = [name for name, f in facts.items() if np.isin(f.hashes, repeated).any()]
-    places: dict[str, list[str]] = {}
-    for name in holders:
+    places: dict[str, list[tuple[str, int]]] = {}
+    for name in (name for name, f in facts.items() if np.isin(f.hashes, repeated).any()):
         ids = ids_of_part(location, name)
-        for value in ids.filter(pa.array(np.isin(part_hashes(ids, ids_as_text), repeated))).to_pylist():
-            places.setdefault(value, []).append(name)
-    twice = {value: names for value, names in places.items() if len(names) > 1}
+        rows = np.flatnonzero(np.isin(part_hashes(ids, ids_as_text), repeated))
+        for row, value in zip(rows.tolist(), ids.take(pa.array(rows)).to_pylist()):
+            places.setdefault(value, []).append((name, row))
+    twice = {value: where for value, where in places.items() if len(where) > 1}
     if twice:
-        value, names = next(iter(twice.items()))
-        raise RuntimeError(f"id {value!r} is in more than one row: in {', '.join(sorted(set(names)))} "
-                           f"({len(twice)} ids repeat); {NO_MANIFEST}")
+        raise DataError(_repeated(location, twice))
+
+
+def _repeated(location: Location, twice: Mapping[str, list[tuple[str, int]]]) -> str:
+    value, places = next(iter(twice.items()))
+    where = ", ".join(f"{location.uri_of(location.join(name))} row {row}" for name, row in places[:EXAMPLE_PLACES])
+    more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
+    extra = sum(len(p) - 1 for p in twice.values())
+    return (f"output repeats ids: {value!r} is at {where}{more} ({len(twice)} ids repeat, {extra} rows too many), as the "
+            "input does (--skip-id-check skipped the check that refuses this before any work); no manifest was written: "
+            "make the input's ids unique, then run again with --resume, which redoes the files that changed")
 
 
 def ids_of_part(location: Location, name: str) -> pa.Array:

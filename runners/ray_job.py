@@ -26,7 +26,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 
 import numpy as np
 import pyarrow as pa
@@ -130,9 +130,13 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
     """
     collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
-    for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
-        device_seconds += device_seconds_of(batch)
-        collector.add(batch)
+    batches = iter(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
+    # closing: a run the collector stops (a DataError) shuts Ray Data's executor down now, not
+    # whenever the traceback holding the iterator is freed (meanwhile it runs on and logs).
+    with closing(batches):
+        for batch in batches:
+            device_seconds += device_seconds_of(batch)
+            collector.add(batch)
     collector.check_complete()
     return collector, device_seconds
 

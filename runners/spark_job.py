@@ -30,7 +30,7 @@ from job.cli import positive_int
 from job.config import JobConfig
 from job.driver import EngineRun, Job
 from job.engine import Engine
-from job.errors import JobError
+from job.errors import DataError, JobError
 from job.execution import Capabilities
 from job.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
@@ -95,6 +95,9 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
         stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     except PythonException as e:
         raise storage_error_of(e) or e
+    failed = [r.error for r in stats if r.error is not None]
+    if failed:  # the tasks reported it instead of failing, so Spark did not retry it (runners.spark.udfs.write_parts)
+        raise DataError(failed[0])
     print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
     settings = {"master": spark.sparkContext.master, "udf": args.udf, "prefetch": args.prefetch, "partitions": partitions,
                 "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}

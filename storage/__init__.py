@@ -5,6 +5,6 @@ or any S3-compatible store through an endpoint URL) or a local path. No engine i
 """
 
 from storage.errors import StorageError, storage_errors
-from storage.resolve import Location, has_credentials, redact, require_bucket, resolve
+from storage.resolve import Location, has_credentials, redact, require_bucket, resolve, within
 
-__all__ = ["Location", "StorageError", "has_credentials", "redact", "require_bucket", "resolve", "storage_errors"]
+__all__ = ["Location", "StorageError", "has_credentials", "redact", "require_bucket", "resolve", "storage_errors", "within"]

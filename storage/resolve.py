@@ -146,6 +146,21 @@ def resolve(uri: str, endpoint_url: str | None = None) -> Location:
     raise StorageError(f"{uri}: unsupported scheme {parsed.scheme!r}; use s3://bucket/prefix or a local path")
 
 
+def within(uri: str, prefix: str) -> bool:
+    """Whether ``uri`` is ``prefix`` or lies under it, folder by folder, in the same store (``s3://b/in-2`` is not in
+    ``s3://b/in``). By the URIs alone, without a request; local paths are compared with their links resolved."""
+    place, outer = _place(uri), _place(prefix)
+    return place[0] == outer[0] and (place[1] == outer[1] or place[1].startswith(outer[1].rstrip("/") + "/"))
+
+
+def _place(uri: str) -> tuple[str, str]:
+    """(store, path) of a URI: ("s3", "bucket/key"), or ("local", a resolved absolute path)."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return "local", os.path.realpath(os.path.expanduser(parsed.path if parsed.scheme == "file" else uri))
+    return parsed.scheme, f"{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/")
+
+
 def _resolve_s3(uri: str, parsed, endpoint: str | None) -> Location:
     bucket = parsed.netloc
     if not bucket:

@@ -30,6 +30,7 @@ from pyspark import TaskContext
 
 from job.config import JobConfig
 from job.driver import Job
+from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
 from job.parts import FILE, ROW, PartCollector
@@ -38,9 +39,10 @@ from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
 # What each writing task reports to the driver, one row per part it committed: the job's timeline.
+# ``error``: a DataError that stopped the task's files (then rows is 0), which the driver raises.
 STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()),
-                          ("committed_at", pa.float64()), (DEVICE_SECONDS, pa.float64())])
-STATS_DDL = f"partition int, attempt int, rows long, committed_at double, {DEVICE_SECONDS} double"  # the same, as Spark declares it
+                          ("committed_at", pa.float64()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string())])
+STATS_DDL = f"partition int, attempt int, rows long, committed_at double, {DEVICE_SECONDS} double, error string"  # as Spark declares it
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
 PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
@@ -148,19 +150,29 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     """Commit the part of each input file in ``tables`` (rows with FILE and ROW); one stats row per part.
 
     A file's part is committed as soon as its last row is in, so a task that dies later keeps
-    it; its retry writes the same part again, whole, under the same name.
+    it; its retry writes the same part again, whole, under the same name. A ``DataError`` (a
+    damaged input file, a null id) ends the task with a stats row carrying it, not a failure:
+    Spark would retry a failed task, and the data fails the same way every time.
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
     collector, device_seconds = PartCollector(spec.job.parts, spec.job.pending.files), 0.0
-    for table in tables:
-        device_seconds += device_seconds_of(table)
-        for _, rows in collector.add(table):
-            stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "committed_at": [time.time()],
-                     DEVICE_SECONDS: [device_seconds]}
-            device_seconds = 0.0  # counted once, with the first part committed after it
-            yield pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
+    try:
+        for table in tables:
+            device_seconds += device_seconds_of(table)
+            for _, rows in collector.add(table):
+                yield _stats(partition, attempt, rows, device_seconds)
+                device_seconds = 0.0  # counted once, with the first part committed after it
+    except DataError as e:
+        yield _stats(partition, attempt, 0, device_seconds, error=str(e))
+        return
     collector.check_complete()
+
+
+def _stats(partition: int, attempt: int, rows: int, device_seconds: float, error: str | None = None) -> pa.RecordBatch:
+    stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "committed_at": [time.time()],
+             DEVICE_SECONDS: [device_seconds], "error": [error]}
+    return pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
 
 
 class ReadAndClassify:

@@ -1,10 +1,12 @@
-"""The Ray job refuses a bad dataset and a second concurrent run before any work (scenarios in checks_scenarios)."""
+"""The Ray job refuses a bad dataset and a second concurrent run before any work, and stops in one line on bad data
+only the run can meet (scenarios in checks_scenarios and bad_data_scenarios)."""
 
 from __future__ import annotations
 
 import pytest
 
 from runners import ray_job
+from tests.integration import bad_data_scenarios as bad_data
 from tests.integration import checks_scenarios as scenarios
 
 pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
@@ -29,3 +31,23 @@ def test_a_second_concurrent_run_is_refused_and_the_first_finishes_alone(s3_buck
 
 def test_a_crashed_runs_lease_is_taken_over_by_resume(s3_bucket, s3_env, capsys):
     scenarios.a_crashed_runs_lease_is_taken_over_by_resume(ray_job.main, f"s3://{s3_bucket}", s3_env, capsys)
+
+
+def test_a_null_id_is_refused_before_any_work(data_root, capsys):
+    bad_data.a_null_id_is_refused_before_any_work(ray_job.main, *data_root, capsys)
+
+
+def test_a_null_id_the_footers_do_not_count_stops_the_run(tmp_path, capfd):
+    bad_data.a_null_id_the_footers_do_not_count_stops_the_run(ray_job.main, str(tmp_path), None, capfd)
+
+
+def test_repeated_ids_without_the_id_check_are_named_at_the_end(s3_bucket, s3_env, capfd):
+    bad_data.repeated_ids_without_the_id_check_are_named_at_the_end(ray_job.main, f"s3://{s3_bucket}", s3_env, capfd)
+
+
+def test_a_damaged_page_stops_the_run_and_resume_finishes(s3_bucket, s3_env, capfd):
+    bad_data.a_damaged_page_stops_the_run_and_resume_finishes(ray_job.main, f"s3://{s3_bucket}", s3_env, capfd)
+
+
+def test_an_output_inside_the_input_is_refused_up_front(data_root, capsys):
+    bad_data.an_output_inside_the_input_is_refused_up_front(ray_job.main, *data_root, capsys)

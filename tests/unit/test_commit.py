@@ -8,6 +8,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from job.errors import DataError
 from job.manifest import Counts, read_manifest, write_manifest
 from job.parts import part_name, read_part_record
 from job.prefix import list_parts
@@ -69,8 +70,8 @@ def test_verify_holds_every_part_against_the_plan(tmp_path):
         check(parts, expected)
     for index, file in enumerate(files[1:], start=1):
         parts.write(file, predictions([f"{'a' if index == 1 else index}-{i}" for i in range(file.rows)]))
-    with pytest.raises(RuntimeError, match="id 'a-0' is in more than one row: in part-part-00000-.*, part-part-00001-.* "
-                                           "\\(6 ids repeat\\); no manifest was written"):  # file 1 repeats file 0's ids
+    with pytest.raises(DataError, match="output repeats ids: 'a-0' is at .*part-part-00000-.* row 0, .*part-part-00001-.* row 0 "
+                                        "\\(6 ids repeat, 6 rows too many\\)"):  # file 1 repeats file 0's ids
         check(parts, expected)
     parts.write(files[1], predictions([f"1-{i}" for i in range(files[1].rows)]))
     counts, examples = check(parts, expected)

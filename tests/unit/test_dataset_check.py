@@ -165,9 +165,29 @@ def test_the_skip_switch_and_limit_leave_unread_duplicates_alone(root):
     assert limited.ids_checked == 4 and [rows for _, rows in limited.files] == [3, 1]
 
 
-def test_null_ids_are_not_duplicates(root):
-    put_table(root, "a.parquet", images(["a", None, None, "b"]))
-    assert check(root).ids_checked == 2
+NULL_ID = ("its id (column 'id') is null{}; every row needs an id, which names its output row: fill the ids in, or pass "
+           "--id-column naming a column without nulls (one the files lack gives '<file name>:<row>' ids)")
+
+
+def test_a_null_id_is_refused_naming_its_file_and_row(root):
+    """No stand-in name for a null id is safe from colliding with a real one: refused, before any work."""
+    put_table(root, "a.parquet", images(["a", "b", "c"]))
+    put_table(root, "b.parquet", images(["a.parquet:0", None, "d", None]))
+    with pytest.raises(JobError) as refused:
+        check(root)
+    assert str(refused.value) == f"{root.uri_of(root.join('b.parquet'))} row 1: " + NULL_ID.format(" (2 rows in 1 files have none)")
+    assert check(root, limit=4).ids_checked == 4  # the nulls lie past --limit: never run
+
+
+def test_without_the_id_check_the_footers_null_counts_refuse_null_ids(root):
+    put_table(root, "a.parquet", images(["a", "b", "c", "d", None]))
+    with pytest.raises(JobError) as refused:
+        check(root, check_ids=False)
+    assert str(refused.value) == f"{root.uri_of(root.join('a.parquet'))} row 4: " + NULL_ID.format("")
+    assert check(root, check_ids=False, limit=4).ids_checked is None  # past --limit
+    with root.filesystem.open_output_stream(root.join("a.parquet")) as out:  # a writer that records no statistics
+        pq.write_table(images(["a", None]), out, write_statistics=False)
+    assert check(root, check_ids=False).rows == 2  # left to the reader, which stops the run at the null (job.plan)
 
 
 def test_files_without_rows_are_left_out(root):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from job.cli import config_from_args, config_to_argv, get_args_parser
@@ -17,13 +19,28 @@ from job.errors import JobError
         ({"precision": "int8"}, "--precision must be one of fp32, fp16, bf16"),
         ({"topk": 0}, "--topk must be between 1 and 1000"),
         ({"raw_shape": (256, 256, 4)}, "--raw-shape must be H,W,C with C 1 or 3"),
-        ({"output": "s3://b/in/"}, "--output must differ from --input"),
+        ({"output": "s3://b/in/"}, ("--output s3://b/in/ lies in --input s3://b/in: the next run (--resume, --overwrite) "
+                                    "would read this job's parts as input")),
+        ({"output": "s3://b/in/preds/"}, "--output s3://b/in/preds/ lies in --input s3://b/in"),
+        ({"output": "s3://b/"}, ("--input s3://b/in lies in --output s3://b/: the job would write its parts among its "
+                                 "input files; choose an --output outside --input")),
         ({"image_column": ""}, "--image-column must not be empty"),
     ],
 )
 def test_bad_values_name_the_option(changes, message):
-    with pytest.raises(JobError, match=message.replace("(", r"\(")):
+    with pytest.raises(JobError, match=re.escape(message)):
         JobConfig(**{"input": "s3://b/in", "output": "s3://b/out", **changes})
+
+
+def test_output_and_input_apart_by_folder_in_one_store(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    for output in (f"{tmp_path}/link/preds", f"file://{tmp_path}/data/preds/", f"{tmp_path}/data"):
+        with pytest.raises(JobError, match="lies in --input"):
+            JobConfig(input=f"{tmp_path}/data/", output=output)
+    for output in (f"{tmp_path}/data-preds", f"s3://b{tmp_path}/data/preds"):  # a sibling folder; another store
+        assert JobConfig(input=f"{tmp_path}/data", output=output).output == output
+    assert JobConfig(input="s3://b/in", output="s3://b/in-preds").output == "s3://b/in-preds"
 
 
 def test_weights_default_to_imagenet_for_real_input_and_random_for_the_sample():

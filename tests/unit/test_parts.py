@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from job.parts import PartCollector, positions, with_position
+from job.errors import DataError
+from job.parts import PartCollector, failure_positions, positions, with_position
 from tests.common.datasets import write_mixed
 from tests.common.parts import job_parts, predictions
 
@@ -32,3 +34,13 @@ def test_rows_arriving_interleaved_and_twice_commit_each_file_once_in_input_orde
     for index in (0, 1):
         ids = pq.read_table(tmp_path / "out" / parts.name(files[index])).column("id").to_pylist()
         assert ids == [f"f{index}-{i}" for i in range(6)]  # whole, each row once, in input order
+
+
+def test_a_failed_row_raises_its_data_error_once_the_rows_beside_it_are_committed(tmp_path):
+    """A reader's DataError travels as a FAILED row (no worker traceback, no retry) and is raised where rows are gathered."""
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    failure = with_position(predictions([""]).set_column(5, "error", pa.array(["x.parquet: damaged"])), *failure_positions())
+    with pytest.raises(DataError, match=r"^x\.parquet: damaged$"):
+        PartCollector(parts, files).add(pa.concat_tables([block(0, 0, 6), failure]))
+    assert pq.read_table(tmp_path / "out" / parts.name(files[0])).column("id").to_pylist() == [f"f0-{i}" for i in range(6)]

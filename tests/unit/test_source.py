@@ -11,9 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
-from job.errors import JobError
+from job.damaged import damaged_row_group
+from job.errors import DataError, JobError
 from job.plan import plan_input, read_file
 from storage import resolve
+from tests.common.damage import garble_page
 
 
 def write(path, rows: int, start: int = 0, with_id: bool = True, image_column: str = "image", ids: list | None = None):
@@ -97,3 +99,60 @@ def test_a_file_lacking_the_id_column_is_refused_naming_it(tmp_path):
     write(tmp_path / "b.parquet", 2, start=2, with_id=False)
     with pytest.raises(JobError, match=r"b.parquet: no id column 'id', which .*a.parquet has; .*--id-column"):
         plan(tmp_path)
+
+
+def test_a_damaged_page_stops_the_read_naming_the_file_and_its_rows(tmp_path):
+    """Footer fine, one page garbled: the rows before it are read, then one DataError line says where and what to do."""
+    write(tmp_path / "a.parquet", 10)
+    assert garble_page(str(tmp_path / "a.parquet"), None, row_group=1) == (4, 7)
+    planned = plan(tmp_path)
+    read = []
+    with pytest.raises(DataError) as stopped:
+        for ids, _ in read_file(planned, planned.files[0], batch_rows=2):
+            read += ids
+    assert read == ["id-0", "id-1", "id-2", "id-3"]
+    assert str(stopped.value).startswith(f"{tmp_path}/a.parquet: row group 1 (rows 4-7) cannot be read (")
+    assert str(stopped.value).endswith("): the file is damaged (its footer reads, a page does not): rewrite it from its "
+                                       "source, or move it out of --input; then run again with --resume, which keeps the "
+                                       "parts committed so far")
+    assert "\n" not in str(stopped.value)
+
+
+def test_damage_is_told_from_memory_for_raw_pixels_and_dictionary_ids(tmp_path):
+    """The row group is decoded again from the bytes fetched for it alone: every layout must decode from those."""
+    pixels = pa.array([[i % 256] * 12 for i in range(10)], pa.list_(pa.uint8()))
+    table = pa.table({"image": pixels, "id": [f"id-{i}" for i in range(10)], "height": [2] * 10, "width": [2] * 10,
+                      "channels": [3] * 10})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=4, use_dictionary=["id"], compression="zstd")
+    location = resolve(str(tmp_path))
+    columns = ["image", "id", "height", "width", "channels"]
+    assert damaged_row_group(location, str(tmp_path / "a.parquet"), 0, 10, columns) is None
+    garble_page(str(tmp_path / "a.parquet"), None, row_group=2)
+    assert damaged_row_group(location, str(tmp_path / "a.parquet"), 6, 4, columns).startswith(
+        f"{tmp_path}/a.parquet: row group 2 (rows 8-9) cannot be read (")
+
+
+def test_a_damaged_id_page_is_refused_before_any_work(tmp_path):
+    write(tmp_path / "a.parquet", 10)
+    garble_page(str(tmp_path / "a.parquet"), None, row_group=2, column="id")
+    with pytest.raises(JobError, match=r"a.parquet: row group 2 \(rows 8-9\) cannot be read \(.*\): the file is damaged"):
+        plan(tmp_path)
+
+
+def test_an_intact_row_group_is_not_taken_for_damage(tmp_path):
+    """A read that failed but reads now was the store's moment, not the file's: the store's error stands."""
+    write(tmp_path / "a.parquet", 10)
+    assert damaged_row_group(resolve(str(tmp_path)), str(tmp_path / "a.parquet"), 2, 4, ["image", "id"]) is None
+
+
+def test_a_null_id_the_footers_did_not_count_stops_the_read_naming_its_row(tmp_path):
+    """--skip-id-check and a writer without statistics: nothing before the run can see the null; the reader says where."""
+    columns = {"image": pa.array([b"x"] * 5, pa.binary()), "id": pa.array(["a", "b", "c", None, "e"], pa.string())}
+    pq.write_table(pa.table(columns), tmp_path / "a.parquet", write_statistics=False)
+    planned = plan(tmp_path, skip_id_check=True)
+    with pytest.raises(DataError) as stopped:
+        list(read_file(planned, planned.files[0], batch_rows=2))
+    assert str(stopped.value) == (f"{tmp_path}/a.parquet row 3: its id (column 'id') is null; every row needs an id, which "
+                                  "names its output row: fill the ids in, or pass --id-column naming a column without nulls "
+                                  "(one the files lack gives '<file name>:<row>' ids); then run again with --resume, which "
+                                  "keeps the parts committed so far")
