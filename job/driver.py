@@ -7,9 +7,12 @@ start-up is the two side by side:
 - ``prepare_job`` does everything that can fail before any work: the built-in sample, the input
   plan (``job.plan``: the dataset checks), the output's lease (``job.lease``: one run per output
   prefix), the output prefix (``job.prefix``: refuse, clear, or find the parts of an interrupted
-  run), the weights (loaded once here, so a bad checkpoint stops the job before 100 workers try).
-- ``decide`` then fixes how the run computes, once, from the config, the engine's capabilities
-  and the devices the started engine reports (``job.execution``), and checks that what
+  run). The model is described right after the plan (``job.execution.model_for``: weights,
+  architecture, class names, recipe), so a bad checkpoint, labels file or recipe stops the job
+  before the output is touched, and before 100 workers try.
+- ``decide`` then fixes how the run computes, once, from the config, the described model, the
+  engine's capabilities and the devices the started engine reports (``job.execution``: the
+  ``Execution`` carries the model to every worker), and checks that what
   ``--resume`` keeps was made the same way. The engine gets a frozen ``Job``: it reads it, never
   rewrites it, runs ``job.pending`` and commits one part per input file through ``job.parts``.
 - ``finish_job`` verifies every part against the whole plan, checks the lease is still this
@@ -32,14 +35,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from inference.names import RANDOM_WEIGHTS
+from inference.spec import ModelSpec
 from job import prefix, report, sample
 from job.config import JobConfig
-from job.execution import Devices, Execution, decide
+from job.execution import Devices, Execution, decide, model_for
 from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
 from job.parts import STAGING, Parts, output_options, part_name
 from job.plan import InputPlan, plan_input
+from job.rows import output_schema
 from job.timeline import summarize
 from storage import Location, require_bucket, resolve
 
@@ -64,6 +68,7 @@ class PreparedJob:
 
     config: JobConfig
     plan: InputPlan  # every planned input file: what the finished output must hold
+    model: ModelSpec  # the model every worker loads, described once (job.execution.model_for)
     output: Location
     run_id: str
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
@@ -116,6 +121,7 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     """
     config = _with_defaults(config)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)
+    model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
     output = resolve(config.output, config.s3_endpoint_url)
     require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
@@ -123,32 +129,21 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id), take_over_expired=config.resume or config.overwrite)
     with ExitStack() as holding:
         holding.enter_context(lease.held())
-        job = PreparedJob(config, plan, output, run_id, lease, ExitStack())
+        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack())
         job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files})
-        _check_weights(job)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
-
-
-def _check_weights(job: PreparedJob) -> None:
-    """Load the weights once here, so a bad checkpoint fails now, not in 100 workers."""
-    if job.state.finished is not None or job.config.weights == RANDOM_WEIGHTS:
-        # Seeded random weights cannot fail: building them here would only put torch's import
-        # on the driver's path to the first batch.
-        return
-    from inference import load_model  # torch: loaded only when there are weights to check
-
-    load_model(job.config.weights, s3_endpoint_url=job.config.s3_endpoint_url)
 
 
 def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     """The run's ``Execution``, decided once; what --resume keeps must have been made the same way."""
     config, plan = prepared.config, prepared.plan
     pending = dataclasses.replace(plan, files=tuple(f for f in plan.files if prepared.part_name(f.path) not in prepared.state.kept))
-    execution = decide(config, engine.capabilities, devices, images=pending.rows, engine=engine.name)
+    execution = decide(config, engine.capabilities, devices, images=pending.rows, model=prepared.model, engine=engine.name)
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, prepared.state, options)
-    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options)
+    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
+                  output_schema(execution))
     if prepared.state.finished is not None:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:
@@ -157,12 +152,20 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
 
 
 def _say_what_runs(config: JobConfig, plan: InputPlan, pending: InputPlan, execution: Execution) -> None:
-    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}; "
-          f"{execution.device}, decode {execution.decode}, batch {execution.batch_size}, {execution.precision}"
-          f"{', compiled' if execution.compile else ''}", file=sys.stderr)
+    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights} "
+          f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
+          f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume:
         print(f"--resume: {len(plan.files) - len(pending.files)} of {len(plan.files)} files already committed, "
               f"running {len(pending.files)}", file=sys.stderr)
+
+
+def _model_line(execution: Execution) -> str:
+    """``resnet50, 10 classes named by checkpoint x.pt, embeddings float16``: the model and what the rows hold."""
+    model = execution.model
+    names = f"named by {model.names_source}" if model.names_source else "no class names"
+    outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings}"
+    return f"{model.arch}, {model.num_classes} classes {names}{outputs}{'' if execution.predictions else ' only'}"
 
 
 @contextmanager

@@ -34,7 +34,6 @@ import pyarrow.parquet as pq
 from job.config import JobConfig
 from job.execution import Execution
 from job.plan import InputFile, InputPlan
-from job.rows import OUTPUT_SCHEMA
 from storage import Location, storage_errors
 
 STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
@@ -42,10 +41,12 @@ PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
-OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "topk", "max_pixels")
-# ...and the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
-# between the CPU and the device paths), at what precision, with which recipe.
-EXECUTION_OPTIONS = ("decode", "precision", "recipe")
+OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "max_pixels")
+# ...the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
+# between the CPU and the device paths), at what precision, with which recipe, which columns...
+EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "embeddings")
+# ...and the model the driver described: its architecture, names and weights by their hashes.
+MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
 
 
 def part_name(input_root: str, path: str) -> str:
@@ -62,11 +63,14 @@ def input_relpath(input_root: str, path: str) -> str:
 
 
 def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> dict:
-    """What decides a part's rows: the input (as resolved), OUTPUT_OPTIONS and EXECUTION_OPTIONS, as JSON reads them back."""
+    """What decides a part's rows: the input (as resolved), OUTPUT_OPTIONS, EXECUTION_OPTIONS and
+    MODEL_OPTIONS, as JSON reads them back."""
     options = {name: getattr(config, name) for name in OUTPUT_OPTIONS}
     options["raw_shape"] = list(config.raw_shape) if config.raw_shape else None
-    decided = {name: execution.to_dict()[name] for name in EXECUTION_OPTIONS}
-    return {"input": plan.location.uri_of(plan.location.path), **options, **decided}
+    plan_record = execution.to_dict()
+    decided = {name: plan_record[name] for name in EXECUTION_OPTIONS}
+    model = {name: plan_record["model"][name] for name in MODEL_OPTIONS}
+    return {"input": plan.location.uri_of(plan.location.path), **options, **decided, **model}
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class Parts:
     staging: str  # <output>/_staging/<run id>: local temporaries
     input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
     options: dict  # output_options(): recorded in each footer
+    schema: pa.Schema  # job.rows.output_schema(): every part is cast to it
 
     def name(self, file: InputFile) -> str:
         return part_name(self.input_root, file.path)
@@ -87,7 +92,7 @@ class Parts:
             raise RuntimeError(f"{file.path}: {table.num_rows} output rows for {file.rows} input rows; its part was not written")
         name, fs = self.name(file), self.output.filesystem
         record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options}
-        data = _serialize(table.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA), {PART_METADATA: json.dumps(record)})
+        data = _serialize(table.select(self.schema.names).cast(self.schema), {PART_METADATA: json.dumps(record)})
         final = self.output.join(name)
         with storage_errors(self.output.uri_of(final)):
             if self.output.is_s3:
