@@ -110,20 +110,21 @@ def test_preprocess_stage_times_the_inputs_decodable_images(compared):
         assert row["ours_speedup"] == pytest.approx(rows[0]["images_per_sec_per_core"] / row["images_per_sec_per_core"], rel=0.02)
 
 
-def _alter(output, relabel: str, drop: str, error: str, turn: str) -> None:
+def _alter(output, relabel: str, drop: str, error: str, swap: tuple[str, str]) -> None:
     """Rewrite an output as one Parquet file: one label changed, one row removed, one good row turned into an
-    error, one embedding turned the other way."""
+    error, two rows' embeddings swapped (the same labels: random weights give every photo the same class)."""
     manifest = json.loads((output / "_SUCCESS.json").read_text())
     paths = [output / name for name in manifest["files"]]
     table = pa.concat_tables([pq.read_table(p) for p in paths])
     rows = table.filter(pc.field("id") != drop).to_pylist()
+    embeddings = {row["id"]: row["embedding"] for row in rows}
     for row in rows:
         if row["id"] == relabel:
             row["label"] = (row["label"] + 1) % 1000
         if row["id"] == error:
             row.update(label=None, score=None, topk_labels=None, topk_scores=None, embedding=None, error="injected")
-        if row["id"] == turn:
-            row["embedding"] = [-value for value in row["embedding"]]
+        if row["id"] in swap:
+            row["embedding"] = embeddings[swap[1] if row["id"] == swap[0] else swap[0]]
     for p in paths:
         p.unlink()
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), paths[0])
@@ -135,21 +136,22 @@ def test_an_altered_output_fails_parity_with_examples_and_exit_1(compared, tmp_p
     altered = tmp_path / "local"
     shutil.copytree(report / "outputs" / "local", altered)
     reference = read_outcomes(str(report / "outputs" / "ray"))
-    relabel, drop, error, turn = "img-00000001", "img-00000002", "img-00000003", "img-00000004"
-    _alter(altered, relabel, drop, error, turn)
+    relabel, drop, error, swap = "img-00000001", "img-00000002", "img-00000003", ("img-00000004", "img-00000005")
+    _alter(altered, relabel, drop, error, swap)
     parity = check_parity({"ray": reference, "local": read_outcomes(str(altered))})
-    assert (parity.ok, parity.mismatches, parity.rows) == (False, 4, 12)
-    assert parity.examples == [
+    assert (parity.ok, parity.mismatches, parity.rows) == (False, 5, 12)
+    swapped = parity.examples[3:]
+    assert [example["id"] for example in swapped] == list(swap) and all(e["embedding_cosine"] < 0.9 for e in swapped), swapped
+    assert parity.examples[:3] == [
         {"id": relabel, "ray": f"label {reference[relabel].label}", "local": f"label {(reference[relabel].label + 1) % 1000}"},
         {"id": drop, "ray": f"label {reference[drop].label}", "local": "missing"},
         {"id": error, "ray": f"label {reference[error].label}", "local": "error: injected"},
-        {"id": turn, "ray": f"label {reference[turn].label}", "local": f"label {reference[turn].label}", "embedding_cosine": -1.0},
     ]
     results = {**comparison.results, "parity": dataclasses.asdict(parity)}
     compare_report.write_report(str(tmp_path), results)
     assert compare.Comparison(results, str(tmp_path)).exit_code == 1
     markdown = (tmp_path / "results.md").read_text()
-    assert "Parity: FAILED. 4 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop].label} | missing |" in markdown
+    assert "Parity: FAILED. 5 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop].label} | missing |" in markdown
     assert json.loads((tmp_path / "results.json").read_text())["parity"]["ok"] is False
 
 
