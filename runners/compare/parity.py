@@ -3,14 +3,15 @@
 Use after running engines on the same input with the same options (``runners.compare`` does).
 Each finished output prefix is read through its manifest (only the files it lists, as any
 reader should). Every id is compared across engines: an id one engine lacks, a different top-1
-label or label name, a row one engine classified and another errored, or an embedding whose
-cosine similarity to the first engine's is below ``MIN_COSINE`` is a mismatch.
+label or label name, a row one engine classified and another errored, or an embedding that
+points elsewhere than the first engine's is a mismatch.
 Scores are not compared: batches are cut differently per engine, which moves float
 rounding a little; the label is the decision the job reports. Embeddings are compared by
-direction (cosine), which that rounding and float16 storage barely move, taken from the first
-engine's mean embedding: the pooled features of random or seeded weights (what throughput runs
-use) share most of their direction, two different photos at cosine 0.9996, so only their
-difference from the mean tells rows apart (different photos: below 0.9 there).
+direction (cosine), which that rounding and float16 storage barely move, twice: as they are
+(at least ``MIN_COSINE``), and taken from the first engine's mean embedding (at least
+``MIN_CENTRED_COSINE``). The second catches rows whose embeddings were swapped: the pooled
+features of random or seeded weights (what throughput runs use) share most of their direction,
+two different photos at cosine 0.9996, and only their difference from the mean tells them apart.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ MAX_EXAMPLES = 5
 MISSING = "missing"
 ERRORED = "errored"
 # The same image's pooled feature from two engines on CPU: float32 rounding and float16 storage
-# leave cosine > 0.9999; a different recipe, decode or model gives far less.
+# leave cosine > 0.9999; a different recipe or model gives far less.
 MIN_COSINE = 0.999
+# From the mean: the same image decoded by the CPU and the device paths (pixels apart by resampling
+# rounding) stays above 0.995 with random weights; different photos fall below 0.9.
+MIN_CENTRED_COSINE = 0.99
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Parity:
     engines: list[str]
     examples: list[dict] = field(default_factory=list)  # {"id": ..., engine: "label 7 (cat)" | "error: ..." | "missing"}
     min_embedding_cosine: float | None = None  # the lowest cosine to the first engine's embedding; None: no embeddings
+    min_centred_cosine: float | None = None  # the same, both taken from the first engine's mean embedding
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,17 @@ def check_parity(outcomes: dict[str, dict[str, Outcome]]) -> Parity:
     engines = list(outcomes)
     ids = sorted(set().union(*outcomes.values())) if outcomes else []
     centre = _mean_embedding(outcomes[engines[0]]) if engines else None
-    cosines = {i: _lowest_cosine([rows.get(i) for rows in outcomes.values()], centre) for i in ids}
-    apart = {i for i, cosine in cosines.items() if cosine is not None and cosine < MIN_COSINE}
+    cosines = {i: _lowest_cosines([rows.get(i) for rows in outcomes.values()], centre) for i in ids}
+    cosines = {i: pair for i, pair in cosines.items() if pair is not None}
+    apart = {i for i, (raw, centred) in cosines.items() if raw < MIN_COSINE or centred < MIN_CENTRED_COSINE}
     mismatched = [i for i in ids if i in apart or len({_decision(rows.get(i)) for rows in outcomes.values()}) > 1]
     examples = [{"id": i, **{e: _describe(outcomes[e].get(i)) for e in engines},
-                 **({"embedding_cosine": round(cosines[i], 6)} if i in apart else {})}
+                 **({"embedding_cosine": round(cosines[i][0], 6), "centred_cosine": round(cosines[i][1], 6)} if i in apart else {})}
                 for i in mismatched[:MAX_EXAMPLES]]
-    found = [c for c in cosines.values() if c is not None]
+    raw, centred = zip(*cosines.values()) if cosines else ((), ())
     return Parity(ok=not mismatched, mismatches=len(mismatched), rows=len(ids), engines=engines, examples=examples,
-                  min_embedding_cosine=round(min(found), 6) if found else None)
+                  min_embedding_cosine=round(min(raw), 6) if raw else None,
+                  min_centred_cosine=round(min(centred), 6) if centred else None)
 
 
 def _mean_embedding(rows: dict[str, Outcome]) -> np.ndarray | None:
@@ -101,14 +108,17 @@ def _mean_embedding(rows: dict[str, Outcome]) -> np.ndarray | None:
     return np.mean(vectors, axis=0) if len(vectors) > 1 else None
 
 
-def _lowest_cosine(rows: list[Outcome | None], centre: np.ndarray | None) -> float | None:
-    """The lowest cosine similarity of each engine's embedding to the first one's, both less ``centre``;
-    None when fewer than two engines have one."""
+def _lowest_cosines(rows: list[Outcome | None], centre: np.ndarray | None) -> tuple[float, float] | None:
+    """The lowest cosine of each engine's embedding to the first one's: as they are, and both less
+    ``centre`` (as they are when there is none); None when fewer than two engines have one."""
     vectors = [row.embedding for row in rows if row is not None and row.embedding is not None]
     if len(vectors) < 2:
         return None
-    if centre is not None:
-        vectors = [v - centre for v in vectors]
+    centred = vectors if centre is None else [v - centre for v in vectors]
+    return _lowest_to_first(vectors), _lowest_to_first(centred)
+
+
+def _lowest_to_first(vectors: list[np.ndarray]) -> float:
     first = vectors[0] / (np.linalg.norm(vectors[0]) or 1.0)
     return float(min(np.dot(first, v) / (np.linalg.norm(v) or 1.0) for v in vectors[1:]))
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -39,6 +37,7 @@ from runners.compare.parity import check_parity, read_outcomes
 from storage import resolve
 from tests.common.checkpoints import fine_tuned_checkpoint, write_checkpoint
 from tests.common.contract import assert_output_contract, read_output
+from tests.common.embeddings import assert_same_features, embeddings_of
 from tests.common.images import bad_images
 from tests.common.spark import local_spark
 
@@ -110,35 +109,6 @@ def test_every_engine_gives_torchvisions_top1_and_the_checkpoints_names(case, ou
     assert {i: got[i]["label"] for i in case.top1} == case.top1
     assert {i: got[i]["label_name"] for i in case.top1} == {i: NAMES[label] for i, label in case.top1.items()}
     assert got["bad-truncated"]["embedding"] is None
-
-
-def embeddings_of(output: Path) -> dict[str, np.ndarray]:
-    """{id: embedding as float32} of the rows that have one, checking the column is float16 (the default)."""
-    table = pq.read_table([output / name for name in read_output(str(output))[1]["files"]], columns=["id", "embedding"])
-    kind = table.schema.field("embedding").type
-    assert (kind.value_type, kind.list_size) == (pa.float16(), 2048)  # a fixed-size list, float16 by default
-    return {row["id"]: np.asarray(row["embedding"], np.float32) for row in table.to_pylist() if row["embedding"] is not None}
-
-
-def assert_same_features(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
-    """Cosine >= 0.999 row by row, after taking away the expected features' mean.
-
-    A seeded network's pooled features share most of their direction: two different photos are at
-    cosine 0.9996 here. Their difference from the mean is what tells images apart, so that is what
-    is compared, and each row must be nearest to its own image's feature, not another's.
-    """
-    assert got.keys() == expected.keys()
-    ids = sorted(expected)
-    centre = np.mean([expected[i] for i in ids], axis=0)
-    mine = _unit(np.stack([got[i] for i in ids]) - centre)
-    theirs = _unit(np.stack([expected[i] for i in ids]) - centre)
-    cosines = mine @ theirs.T  # (images, images)
-    assert np.diag(cosines).min() >= 0.999, dict(zip(ids, np.diag(cosines)))
-    assert (cosines.argmax(axis=1) == np.arange(len(ids))).all(), cosines
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
