@@ -198,7 +198,7 @@ class PartCollector:
 def _serialize(table: pa.Table, metadata: dict[bytes, str]) -> pa.Buffer:
     sink = pa.BufferOutputStream()
     # No dictionary for embeddings: trying one over 2,048 float16s a row doubled the writer's CPU
-    # (0.073 against 0.031 ms a row) for parts 12% smaller (BENCHMARKS.md, issue 19).
+    # (about 0.07 against 0.035 ms a row) for parts 12% smaller (benchmarks/part_writer_bench.py).
     dictionary = [_leaf(field) for field in table.schema if field.name != EMBEDDING]
     pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata}), sink,
                    use_dictionary=dictionary)
