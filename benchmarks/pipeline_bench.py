@@ -1,14 +1,16 @@
 """The pipeline meter: what the Ray pipeline itself can carry, on any machine, GPU or not.
 
-    python -m benchmarks.pipeline_bench --images 4096 --hold-ms 12 [--num-cpu-actors N]
+    python -m benchmarks.pipeline_bench --images 4096 --hold-ms 12 [--num-cpu-actors N] [--embeddings with|only]
 
 The real Ray job (planning, ``RayPreprocess`` reading raw-format Parquet and resizing, Ray's
 object store and batching, the driver's part collector and commits) with the model replaced
 by a stand-in that holds each batch of 256 for ``--hold-ms`` (12 ms: what an H100 needs for
-ResNet50 in bf16) and returns placeholder rows. Delivered images/s against the stand-in's
+ResNet50 in bf16) and returns placeholder rows (``--embeddings``: with random 2048-d embeddings
+in the plan's dtype, what the driver and the part writer then carry). Delivered images/s against the stand-in's
 rate says whether the plumbing or the "model" is the limit; start-up and CPU time per image
 per stage (Ray Data's own per-operator accounting) say where the plumbing's time goes.
-Appends one JSON row to ``benchmarks/results/pipeline.jsonl``.
+Appends one JSON row to ``benchmarks/results/pipeline.jsonl``, with the mean size of a part
+per 1,000 rows.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import tempfile
 import time
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -38,7 +41,6 @@ from runners.ray.cluster import RaySession, plan_scaling
 from runners.ray.placement import start_registry
 
 MODEL_BATCH = 256  # the GPU batch the stand-in holds for --hold-ms
-TOPK = 5
 
 
 class HoldingClassify:
@@ -47,24 +49,32 @@ class HoldingClassify:
     hold_seconds = 0.012  # set per run, before Ray pickles the class
 
     def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
-        self.topk, self.crop = config.topk, execution.recipe.crop
+        self.execution, self.crop = execution, execution.recipe.crop
+        self.random = np.random.default_rng(0)
 
     def __call__(self, block: pa.Table) -> pa.Table:
         batch = batch_of(block, self.crop)
         started = time.perf_counter()
         time.sleep(self.hold_seconds * len(batch.ids) / MODEL_BATCH)
-        table = placeholder_rows(batch, self.topk)
+        table = placeholder_rows(batch, self.execution, self.random)
         seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
         return table.append_column(DEVICE_SECONDS, pa.array(seconds))
 
 
-def placeholder_rows(batch: Batch, topk: int) -> pa.Table:
-    """Output rows with label 0 for every row that decoded: the shape of the real answer, no model."""
+def placeholder_rows(batch: Batch, execution: Execution, random: np.random.Generator) -> pa.Table:
+    """Output rows with label 0 for every row that decoded, and random embeddings when the plan asks for
+    them (random: they compress as little as real ones): the shape of the real answer, no model."""
     assert isinstance(batch, PixelBatch), "the meter runs raw-format input, decoded on the CPU"
-    ok = sum(e is None for e in batch.errors)
+    ok, k = sum(e is None for e in batch.errors), execution.topk
     predictions = SimpleNamespace(label=np.zeros(ok, np.int64), score=np.zeros(ok, np.float32),
-                                  topk_labels=np.zeros((ok, topk), np.int64), topk_scores=np.zeros((ok, topk), np.float32))
-    return with_position(prediction_table(batch.ids, batch.errors, predictions), batch.files, batch.rows)
+                                  topk_labels=np.zeros((ok, k), np.int64), topk_scores=np.zeros((ok, k), np.float32),
+                                  embeddings=None)
+    if execution.embeddings is not None:
+        features = random.standard_normal((ok, execution.model.embedding_dim), np.float32)
+        predictions.embeddings = np.abs(features).astype(execution.embeddings)  # (ok, D): pooled ReLU outputs are >= 0
+    if not execution.predictions:
+        predictions.label = None
+    return with_position(prediction_table(batch.ids, batch.errors, predictions, execution), batch.files, batch.rows)
 
 
 def cpu_seconds_by_operator(stats: str) -> dict[str, float]:
@@ -90,12 +100,21 @@ def metered_run(job: Job, session: RaySession, args: argparse.Namespace, cpu: di
     return EngineRun({"scaling": scaling.to_dict()}, collector.progress, busy, 1)
 
 
+def part_kib_per_1000_rows(output: Path, manifest: dict) -> float:
+    """The parts' bytes on disk per 1,000 output rows, in KiB."""
+    size = sum((output / name).stat().st_size for name in manifest["files"])
+    return round(size / 1024 / manifest["counts"]["rows_out"] * 1000, 1)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=4096)
     parser.add_argument("--rows-per-file", type=int, default=256)
     parser.add_argument("--hold-ms", type=float, default=12.0, help="stand-in model time per batch of 256 (default: 12, an H100)")
     parser.add_argument("--num-cpu-actors", type=int, help="preprocessing actors (default: the job's own rule)")
+    parser.add_argument("--embeddings", choices=("off", "with", "only"), default="off",
+                        help="the job's --embeddings: rows carry a 2048-d embedding beside or instead of predictions")
+    parser.add_argument("--embedding-dtype", choices=("float16", "float32"), default="float16")
     parser.add_argument("--note", default="")
     add_results_option(parser)
     args = parser.parse_args(argv)
@@ -108,11 +127,14 @@ def main(argv: list[str] | None = None) -> dict:
     meter = dataclasses.replace(ray_job.ENGINE, name="ray-pipeline-meter",
                                 execute=lambda job, session, job_args: metered_run(job, session, args, cpu))
     manifest = meter.main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random",
-                           "--batch-size", str(MODEL_BATCH), "--decode", "cpu"])
+                           "--batch-size", str(MODEL_BATCH), "--decode", "cpu", "--embeddings", args.embeddings,
+                           "--embedding-dtype", args.embedding_dtype])
     images, timeline = manifest["counts"]["rows_out"], manifest["timeline"]
     standin_rate = MODEL_BATCH / (args.hold_ms / 1000)
     row = {
         "benchmark": "pipeline", "images": images, "hold_ms_per_256": args.hold_ms,
+        "embeddings": args.embeddings, "embedding_dtype": args.embedding_dtype if args.embeddings != "off" else None,
+        "part_kib_per_1000_rows": part_kib_per_1000_rows(Path(workdir, "out"), manifest),
         "standin_images_per_sec": round(standin_rate, 1), "seconds": manifest["seconds"],
         "images_per_sec": manifest["images_per_sec"], "startup_seconds": timeline["startup_seconds"],
         "steady_images_per_sec": timeline["steady_images_per_sec"],
@@ -124,7 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
     append_result(args.results, row)
     print(f"pipeline meter: {row['images']} raw images, stand-in {standin_rate:.0f} images/s; delivered "
           f"{row['images_per_sec']} images/s whole, {row['steady_images_per_sec']} steady ({row['steady_of_standin']:.0%} of "
-          f"the stand-in), startup {row['startup_seconds']} s; CPU ms/image {row['cpu_ms_per_image']}")
+          f"the stand-in), startup {row['startup_seconds']} s; CPU ms/image {row['cpu_ms_per_image']}; "
+          f"parts {row['part_kib_per_1000_rows']} KiB per 1,000 rows")
     return row
 
 

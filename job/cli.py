@@ -13,9 +13,10 @@ import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 
-from inference.names import PRECISIONS, WeightsError
+from inference.archs import ARCHS, DEFAULT_ARCH
+from inference.names import EMBEDDING_DTYPES, PRECISIONS, WeightsError
 from inference.compile import COMPILE_CHOICES
-from job.config import JobConfig
+from job.config import EMBEDDINGS_CHOICES, JobConfig
 from job.errors import DataError, JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
@@ -60,10 +61,22 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                     help="finish an interrupted job on --output: keep its committed parts, run only the other input files "
                          "(a finished job: nothing to do)")
     model = parser.add_argument_group("model")
-    model.add_argument("--weights", help="imagenet | random | PATH | s3://... state dict (default: imagenet; random for the sample)")
+    model.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
+                                         "'state_dict' or 'model', any head size (default: imagenet; random for the sample)")
+    model.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH, metavar="ARCH",
+                       help=f"the torchvision classifier the weights are for: {', '.join(ARCHS)} (default: {DEFAULT_ARCH})")
+    model.add_argument("--labels", metavar="PATH|s3://",
+                       help="class names, one per line or a JSON list, in the head's order (default: the checkpoint's "
+                            "class_names/classes, torchvision's ImageNet names for imagenet, else none: label_name null)")
+    model.add_argument("--embeddings", nargs="?", const="with", default="off", choices=EMBEDDINGS_CHOICES,
+                       help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
+                            "--embeddings) beside the predictions, only instead of them (no prediction columns), "
+                            "off (default)")
+    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default="float16",
+                       help="the embedding column's element type (default: float16, 4 KiB a row for ResNet50)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
-    model.add_argument("--topk", type=int, default=5, help="labels kept per image (default: 5)")
+    model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")
     model.add_argument("--decode", choices=DECODE_MODES,
                        help="cpu: decode on the CPU workers (default); gpu: JPEGs decoded and resized on the predictor's "
                             "GPU (other formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU "
@@ -74,6 +87,12 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                             "compile (inference/compile.py); compiled runs are not yet measured on a GPU")
     model.add_argument("--no-compile", dest="compile", action="store_const", const="off", help="the same as --compile off")
     model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
+    recipe = parser.add_argument_group("recipe", "how the model wants its pixels; any subset (default: the checkpoint's "
+                                       "recipe, else the architecture's torchvision recipe: ResNet50 232/224, ImageNet mean/std)")
+    recipe.add_argument("--resize", type=positive_int(), help="short side after resizing, in pixels")
+    recipe.add_argument("--crop", type=positive_int(), help="square centre crop fed to the model, in pixels")
+    recipe.add_argument("--mean", type=_rgb, metavar="R,G,B", help="per-channel mean of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+    recipe.add_argument("--std", type=_rgb, metavar="R,G,B", help="per-channel std of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
     return parser
 
 
@@ -98,6 +117,14 @@ def _shape(text: str) -> tuple[int, int, int]:
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"expected H,W,C such as 256,256,3, got {text!r}") from e
     return height, width, channels
+
+
+def _rgb(text: str) -> tuple[float, float, float]:
+    try:
+        red, green, blue = (float(part) for part in text.split(","))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected three numbers R,G,B such as 0.485,0.456,0.406, got {text!r}") from e
+    return red, green, blue
 
 
 def config_from_args(args: argparse.Namespace) -> JobConfig:

@@ -9,12 +9,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
-from inference.names import PRECISIONS
+from inference.names import EMBEDDING_DTYPES, PRECISIONS
 from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
+from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
 from storage import has_credentials, redact, within
+
+# --embeddings: off: predictions only; with: the embedding column beside the predictions; only: the
+# embedding column instead of them (the prediction columns are left out of the table).
+EMBEDDINGS_CHOICES = ("off", "with", "only")
+RECIPE_FIELDS = ("resize", "crop", "mean", "std")
+# Every single size fits inside it, so each recipe option alone is checked here, and resize
+# against crop only when both are given; the whole recipe (with the checkpoint's) is checked
+# by inference.describe_model, still before any work.
+_ROOMY_RECIPE = Recipe(resize=2**31, crop=1)
 
 
 @dataclass(frozen=True)
@@ -33,7 +44,7 @@ class JobConfig:
     # None below: decided by the driver's plan for the engine's devices (job.execution.decide).
     batch_size: int | None = None  # images per model call; None: 256 on GPU, 32 on CPU
     precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
-    topk: int = 5  # length of topk_labels / topk_scores
+    topk: int | None = None  # length of topk_labels / topk_scores; None: 5, or the class count when smaller
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
@@ -43,12 +54,22 @@ class JobConfig:
     keep_removed: bool = False  # --incremental: keep the parts of input files that are gone (default: delete them)
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
     compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
+    # The model (inference.describe_model resolves these once, on the driver, before any work).
+    arch: str = DEFAULT_ARCH  # a torchvision classifier the weights were trained as (inference.archs.ARCHS)
+    labels: str | None = None  # class names, one per line or a JSON list (path or s3://); None: the checkpoint's, else ImageNet's for imagenet
+    # The eval recipe, any subset; None: the checkpoint's, else the architecture's torchvision default.
+    resize: int | None = None  # short side after resize, pixels
+    crop: int | None = None  # square centre crop fed to the network, pixels
+    mean: RGB | None = None  # per channel, of pixels scaled to [0, 1]
+    std: RGB | None = None
+    embeddings: str = "off"  # off | with | only (EMBEDDINGS_CHOICES): the pooled feature beside or instead of predictions
+    embedding_dtype: str = "float16"  # float16 halves the bytes of float32 (2048 values: 4 KiB a row for ResNet50)
 
     def __post_init__(self) -> None:
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
         _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        _require(1 <= self.topk <= 1000, f"--topk must be between 1 and 1000, got {self.topk}")
+        _require(self.topk is None or 1 <= self.topk <= 1000, f"--topk must be between 1 and 1000, got {self.topk}")
         _require(self.max_pixels > 0, f"--max-pixels must be positive, got {self.max_pixels}")
         _require(bool(self.image_column), "--image-column must not be empty")
         _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
@@ -63,17 +84,34 @@ class JobConfig:
         _require(not (self.incremental and self.limit), "--limit takes part of the input, --incremental all of it; pass one of them")
         _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
                  "--incremental run; add --incremental")
+        _require(self.arch in ARCHS, f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
+        _require(self.embeddings in EMBEDDINGS_CHOICES,
+                 f"--embeddings must be one of {', '.join(EMBEDDINGS_CHOICES)}, got {self.embeddings!r}")
+        _require(self.embedding_dtype in EMBEDDING_DTYPES,
+                 f"--embedding-dtype must be one of {', '.join(EMBEDDING_DTYPES)}, got {self.embedding_dtype!r}")
+        self._check_recipe()
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
-                            ("--s3-endpoint-url", self.s3_endpoint_url)):
+                            ("--labels", self.labels), ("--s3-endpoint-url", self.s3_endpoint_url)):
             # The manifest records the config: a password in a URL would be written next to the data.
             _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
                      "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
         if self.input is not None and self.output is not None:
             _require_apart(self.input, self.output)
 
+    def recipe_overrides(self) -> dict[str, object]:
+        """The recipe options given (any of resize, crop, mean, std), for ``inference.describe_model``."""
+        return {name: getattr(self, name) for name in RECIPE_FIELDS if getattr(self, name) is not None}
+
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
         return dataclasses.asdict(self)
+
+    def _check_recipe(self) -> None:
+        try:
+            _ROOMY_RECIPE.updated(self.recipe_overrides(), "the recipe options")
+        except ValueError as e:
+            option = next((f"--{name}" for name in RECIPE_FIELDS if f"'s {name} " in str(e)), "--resize/--crop")
+            raise JobError(f"{option}: {e.__cause__ or e}") from e
 
 
 def _require_apart(input_uri: str, output_uri: str) -> None:

@@ -5,14 +5,17 @@ while the engine starts in this one (``engine.start``: a Ray session, a Spark se
 start-up is the two side by side; an ``--incremental`` run prepares first and starts no engine
 when the input has nothing new:
 
-- ``prepare_job`` does everything that can fail before any work: the built-in sample, the output's
-  lease (``job.lease``: one run per output prefix), the table an incremental run continues
-  (``job.table``), the input plan (``job.plan``: the dataset checks, on the new files only when
-  incremental), the output prefix (``job.prefix``: refuse, clear, or keep parts), the weights
-  (loaded once here, so a bad checkpoint stops the job before 100 workers try).
-- ``decide_job`` then fixes how the run computes, once, from the config, the engine's
-  capabilities and the devices the started engine reports (``job.execution``), and checks that
-  what the run keeps was made the same way. The engine gets a frozen ``Job``: it reads it, never
+- ``prepare_job`` does everything that can fail before any work: the built-in sample, the model
+  (``job.execution.model_for``: weights, architecture, class names, recipe; described first, so a
+  bad checkpoint, labels file or recipe stops the job before the output is touched, and before
+  100 workers try), the output's lease (``job.lease``: one run per output prefix), the table an
+  incremental run continues (``job.table``), the input plan (``job.plan``: the dataset checks, on
+  the new files only when incremental), the output prefix (``job.prefix``: refuse, clear, or
+  keep parts).
+- ``decide_job`` then fixes how the run computes, once, from the config, the described model,
+  the engine's capabilities and the devices the started engine reports (``job.execution``: the
+  ``Execution`` carries the model to every worker), and checks that what the run keeps was made
+  the same way. The engine gets a frozen ``Job``: it reads it, never
   rewrites it, runs ``job.pending`` and commits one part per input file through ``job.parts``.
 - ``job.finish.finish_job`` verifies the table, writes its ids index and the manifest last.
 The lease is renewed from prepare to the manifest and released after, whatever happened; a
@@ -33,21 +36,22 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from inference.names import RANDOM_WEIGHTS
 from job import prefix, report, sample
 from job.config import JobConfig
 from job.errors import JobError
-from job.execution import Devices, Execution, decide
+from job.execution import Devices, Execution, decide, model_for
 from job.finish import finish_job
 from job.incremental import check_new_ids
 from job.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, Manifest
 from job.parts import STAGING, Parts, input_relpath, output_options, part_name
 from job.plan import InputPlan, plan_input
+from job.rows import output_schema
 from job.table import Snapshot, columns_of, unchanged_files
 from storage import Location, require_bucket, resolve
 
 if TYPE_CHECKING:
+    from inference.spec import ModelSpec
     from job.engine import Engine
 
 
@@ -68,6 +72,7 @@ class PreparedJob:
 
     config: JobConfig
     plan: InputPlan  # every planned input file: what the finished output must hold
+    model: ModelSpec  # the model, described once (job.execution.model_for)
     output: Location
     run_id: str
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
@@ -136,6 +141,7 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     release it. If preparing fails after taking the lease, the lease is released here.
     """
     config = _with_defaults(config)
+    model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
     source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
     require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
@@ -148,10 +154,9 @@ def prepare_job(config: JobConfig) -> PreparedJob:
         snapshot = Snapshot.from_dict(previous.table) if previous is not None else None
         plan = plan_input(source, config, *((unchanged_files(snapshot, source.path), columns_of(snapshot.columns))
                                            if snapshot is not None else ()))
-        job = PreparedJob(config, plan, output, run_id, lease, ExitStack(), previous)
+        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), previous)
         job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files}, previous)
         if job.pending.files:
-            _check_weights(job)
             if snapshot is not None and snapshot.index is not None and not config.skip_id_check:
                 kept = {job.relpath(f.path): job.part_name(f.path) for f in plan.files if job.part_name(f.path) in job.state.kept}
                 check_new_ids(plan, list(job.pending.files), output, snapshot.index, kept)
@@ -170,24 +175,14 @@ def _continued(output: Location, config: JobConfig) -> Manifest | None:
     return previous
 
 
-def _check_weights(job: PreparedJob) -> None:
-    """Load the weights once here, so a bad checkpoint fails now, not in 100 workers."""
-    if job.config.weights == RANDOM_WEIGHTS:
-        # Seeded random weights cannot fail: building them here would only put torch's import
-        # on the driver's path to the first batch.
-        return
-    from inference import load_model  # torch: loaded only when there are weights to check
-
-    load_model(job.config.weights, s3_endpoint_url=job.config.s3_endpoint_url)
-
-
 def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     """The run's ``Execution``, decided once; what the run keeps must have been made the same way."""
     config, plan, pending = prepared.config, prepared.plan, prepared.pending
-    execution = decide(config, engine.capabilities, devices, images=pending.rows, engine=engine.name)
+    execution = decide(config, engine.capabilities, devices, images=pending.rows, model=prepared.model, engine=engine.name)
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, prepared.state, options)
-    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options)
+    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
+                  output_schema(execution))
     if not prepared.nothing_to_do:
         _say_what_runs(prepared, execution)
     elif not config.incremental:
@@ -214,14 +209,22 @@ def without_engine(prepared: PreparedJob, engine: Engine, started_at: float) -> 
 
 def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
     config, plan, pending = prepared.config, prepared.plan, prepared.pending
-    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights}; "
-          f"{execution.device}, decode {execution.decode}, batch {execution.batch_size}, {execution.precision}"
-          f"{', compiled' if execution.compile else ''}", file=sys.stderr)
+    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights} "
+          f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
+          f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     kept = len(plan.files) - len(pending.files)
     if config.resume or config.incremental:
         removed = f", removing the parts of {len(prepared.state.removed)} files gone" if prepared.state.removed else ""
         flag = "--incremental" if config.incremental else "--resume"
         print(f"{flag}: {kept} of {len(plan.files)} files kept, running {len(pending.files)}{removed}", file=sys.stderr)
+
+
+def _model_line(execution: Execution) -> str:
+    """``resnet50, 10 classes named by checkpoint x.pt, embeddings float16``: the model and what the rows hold."""
+    model = execution.model
+    names = f"named by {model.names_source}" if model.names_source else "no class names"
+    outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings}"
+    return f"{model.arch}, {model.num_classes} classes {names}{outputs}{'' if execution.predictions else ' only'}"
 
 
 @contextmanager

@@ -1,9 +1,11 @@
 """How a run computes, decided once: ``Execution``, the frozen plan every stage reads.
 
-The driver resolves it (``decide``) from three things, after the engine has started and before
-any work: the user's options (``JobConfig``), what the engine can do (``Capabilities``, from its
-``Engine`` record) and what its predictors will run on (``Devices``, which the started engine
-reports). The manifest records it; the stages (``job.stages``) take it; no engine rewrites it.
+The driver resolves it (``decide``) from four things, after the engine has started and before
+any work: the user's options (``JobConfig``), the model they name (``model_for``: a
+``ModelSpec``, described once, which carries the recipe, the class names and the embedding
+size), what the engine can do (``Capabilities``, from its ``Engine`` record) and what its
+predictors will run on (``Devices``, which the started engine reports). The manifest records
+it; the stages (``job.stages``) take it; no engine rewrites it.
 
 The defaults live here, in one place (``decide`` and the constants above it). With a GPU they
 are what a GPU has run: CPU decode and an eager model (3,400 images/s steady from JPEG on one
@@ -18,10 +20,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from inference.compile import compile_by_size
-from inference.names import Precision
+from inference.names import EmbeddingDtype, Precision
+from inference.spec import ModelSpec, describe_model
 from job.config import JobConfig
 from job.errors import JobError
-from preprocess.recipe import IMAGENET_RECIPE, Recipe
+from preprocess.recipe import Recipe
 from preprocess.routing import DECODE_MODES, DecodeMode
 
 DeviceKind = Literal["cuda", "cpu"]
@@ -30,6 +33,7 @@ BATCH_SIZE_CPU = 32  # CPU inference gains nothing past this and holds memory lo
 # What a GPU has run (see the module docstring): the defaults with a GPU until GPU figures move them.
 DEFAULT_DECODE: DecodeMode = "cpu"
 DEFAULT_COMPILE = "off"
+DEFAULT_TOPK = 5  # labels kept per image, lowered to the class count for smaller heads (a 2-class model: 2)
 # GPUs without bf16 (before Ampere), by the names Ray and the clouds give them: fp16 there.
 NO_BF16_GPUS = ("K80", "M60", "P4", "P40", "P100", "V100", "T4")
 
@@ -68,18 +72,27 @@ class Execution:
     batch_size: int  # images per model call
     precision: Precision
     compile: bool  # torch.compile the model (batches padded to batch_size)
-    recipe: Recipe  # the pixels the model wants: resize, crop, mean, std
+    model: ModelSpec  # what every predictor loads (inference.load_model): architecture, weights, names, recipe
+    topk: int  # labels kept per image: --topk, else DEFAULT_TOPK or the class count when smaller
+    predictions: bool  # the prediction columns (label, score, top-k, their names); False: --embeddings only
+    embeddings: EmbeddingDtype | None  # the embedding column's element type; None: no embedding column
     reasons: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
+    @property
+    def recipe(self) -> Recipe:
+        """The pixels the model wants: resize, crop, mean, std (the model's, so there is one)."""
+        return self.model.recipe
+
     def to_dict(self) -> dict:
-        """As the manifest records it."""
-        return {**dataclasses.asdict(self), "recipe": self.recipe.to_dict()}
+        """As the manifest records it (the recipe also on its own, as readers found it before the model was here)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**fields, "model": self.model.to_dict(), "recipe": self.recipe.to_dict(), "reasons": dict(self.reasons)}
 
     @classmethod
     def from_dict(cls, data: dict) -> Execution:
         """``to_dict``'s inverse (the SageMaker archive carries the plan to the container this way)."""
-        recipe = data["recipe"]
-        return cls(**{**data, "recipe": Recipe(recipe["resize"], recipe["crop"], tuple(recipe["mean"]), tuple(recipe["std"]))})
+        fields = {key: value for key, value in data.items() if key != "recipe"}  # the recipe is the model's
+        return cls(**{**fields, "model": ModelSpec.from_dict(data["model"])})
 
 
 def this_machine() -> Devices:
@@ -90,12 +103,28 @@ def this_machine() -> Devices:
     return Devices(device.type, device_name(device))
 
 
-def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, images: int,
-           recipe: Recipe = IMAGENET_RECIPE, engine: str = "this engine") -> Execution:
-    """The one place a run's decode mode, batch size, precision and compile are chosen.
+def model_for(config: JobConfig) -> ModelSpec:
+    """The model ``config`` names, described once (``inference.describe_model``), and checked against the options.
 
-    ``images``: the rows this run computes (the compile-by-size rule weighs them). Raises
-    ``JobError`` naming the option and the fix for what the engine or the device cannot run.
+    Raises ``WeightsError`` for weights, names or a recipe that cannot be used, ``JobError`` for a
+    ``--topk`` above the class count: both before any image is decoded.
+    """
+    model = describe_model(config.weights, arch=config.arch, labels=config.labels,
+                           recipe_overrides=config.recipe_overrides(), s3_endpoint_url=config.s3_endpoint_url)
+    if config.topk is not None and config.topk > model.num_classes and config.embeddings != "only":
+        # Refused, not lowered: the user asked for that many columns' worth; the default is lowered instead.
+        raise JobError(f"--topk {config.topk}: the model has {model.num_classes} classes; pass --topk {model.num_classes} "
+                       f"or fewer, or leave --topk out (then {min(DEFAULT_TOPK, model.num_classes)})")
+    return model
+
+
+def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, images: int, *,
+           model: ModelSpec, engine: str = "this engine") -> Execution:
+    """The one place a run's decode mode, batch size, precision, compile and outputs are chosen.
+
+    ``images``: the rows this run computes (the compile-by-size rule weighs them); ``model``:
+    ``model_for(config)``. Raises ``JobError`` naming the option and the fix for what the engine
+    or the device cannot run.
     """
     reasons: dict[str, str] = {}
     decode = _chosen("decode", config.decode, DEFAULT_DECODE, reasons)
@@ -107,8 +136,12 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
     _check_precision(precision, devices)
     compile_option = _chosen("compile", config.compile, DEFAULT_COMPILE, reasons)
     compiled = compile_option == "on" or (compile_option == "auto" and compile_by_size(images, devices.kind))
+    topk = _chosen("topk", config.topk, min(DEFAULT_TOPK, model.num_classes), reasons,
+                   f"the default ({DEFAULT_TOPK}, at most the class count)")
     return Execution(device=devices.kind, device_name=devices.name, decode=decode, auto_adapts=decode == "auto" and capabilities.adapts_auto,
-                     batch_size=batch_size, precision=precision, compile=compiled, recipe=recipe, reasons=reasons)
+                     batch_size=batch_size, precision=precision, compile=compiled, model=model, topk=topk,
+                     predictions=config.embeddings != "only",
+                     embeddings=None if config.embeddings == "off" else config.embedding_dtype, reasons=reasons)
 
 
 def require_capable(decode: str | None, capabilities: Capabilities, engine: str) -> None:

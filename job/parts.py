@@ -39,7 +39,7 @@ from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
 from job.plan import InputFile, InputPlan
-from job.rows import OUTPUT_SCHEMA
+from job.rows import EMBEDDING
 from storage import Location, storage_errors
 
 STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
@@ -47,10 +47,12 @@ PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options", "identity"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
-OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "topk", "max_pixels")
-# ...and the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
-# between the CPU and the device paths), at what precision, with which recipe.
-EXECUTION_OPTIONS = ("decode", "precision", "recipe")
+OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "max_pixels")
+# ...the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
+# between the CPU and the device paths), at what precision, with which recipe, which columns...
+EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "embeddings")
+# ...and the model the driver described: its architecture, names and weights by their hashes.
+MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
 
 
 def part_name(input_root: str, path: str) -> str:
@@ -67,11 +69,14 @@ def input_relpath(input_root: str, path: str) -> str:
 
 
 def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> dict:
-    """What decides a part's rows: the input (as resolved), OUTPUT_OPTIONS and EXECUTION_OPTIONS, as JSON reads them back."""
+    """What decides a part's rows: the input (as resolved), OUTPUT_OPTIONS, EXECUTION_OPTIONS and
+    MODEL_OPTIONS, as JSON reads them back."""
     options = {name: getattr(config, name) for name in OUTPUT_OPTIONS}
     options["raw_shape"] = list(config.raw_shape) if config.raw_shape else None
-    decided = {name: execution.to_dict()[name] for name in EXECUTION_OPTIONS}
-    return {"input": plan.location.uri_of(plan.location.path), **options, **decided}
+    plan_record = execution.to_dict()
+    decided = {name: plan_record[name] for name in EXECUTION_OPTIONS}
+    model = {name: plan_record["model"][name] for name in MODEL_OPTIONS}
+    return {"input": plan.location.uri_of(plan.location.path), **options, **decided, **model}
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class Parts:
     staging: str  # <output>/_staging/<run id>: local temporaries
     input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
     options: dict  # output_options(): recorded in each footer
+    schema: pa.Schema  # job.rows.output_schema(): every part is cast to it
 
     def name(self, file: InputFile) -> str:
         return part_name(self.input_root, file.path)
@@ -93,7 +99,7 @@ class Parts:
         name, fs = self.name(file), self.output.filesystem
         record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options,
                   "identity": file.identity.to_dict() if file.identity is not None else None}
-        data = _serialize(table.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA), {PART_METADATA: json.dumps(record)})
+        data = _serialize(table.select(self.schema.names).cast(self.schema), {PART_METADATA: json.dumps(record)})
         final = self.output.join(name)
         with storage_errors(self.output.uri_of(final)):
             if self.output.is_s3:
@@ -211,8 +217,18 @@ class PartCollector:
 
 def _serialize(table: pa.Table, metadata: dict[bytes, str]) -> pa.Buffer:
     sink = pa.BufferOutputStream()
-    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata}), sink)
+    # No dictionary for embeddings: trying one over 2,048 float16s a row doubled the writer's CPU
+    # (about 0.07 against 0.035 ms a row) for parts 12% smaller (benchmarks/part_writer_bench.py).
+    dictionary = [_leaf(field) for field in table.schema if field.name != EMBEDDING]
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata}), sink,
+                   use_dictionary=dictionary)
     return sink.getvalue()
+
+
+def _leaf(field: pa.Field) -> str:
+    """The Parquet column path of ``field``'s values (a list's values are ``<name>.list.element``)."""
+    listed = pa.types.is_list(field.type) or pa.types.is_fixed_size_list(field.type)
+    return f"{field.name}.list.element" if listed else field.name
 
 
 def _put(fs: pafs.FileSystem, path: str, data: pa.Buffer) -> None:

@@ -3,9 +3,11 @@
 - ``Preprocess`` (CPU; no torch): an input file (or a record batch) -> ``PixelBatch`` (every
   row decoded here: ``--decode cpu``, and raw pixels) or ``SplitBatch`` (``--decode gpu|auto``:
   each JPEG screened, decoded here or left encoded for the device, by ``preprocess.routing``).
-- ``Classify`` (the model's device): either batch -> the output rows (``job.rows``), by type.
-Both take the run's ``Execution`` (``job.execution``), which the driver decided once: the
-recipe, the decode mode, the device, batch size, precision and compile; neither decides any.
+- ``Classify`` (the model's device): either batch -> the output rows (``job.rows``), by type:
+  predictions with class names and/or embeddings, as the plan says.
+Both take the run's ``Execution`` (``job.execution``), which the driver decided once: the model
+(weights, class names, recipe), the decode mode, the device, batch size, precision, compile and
+the outputs; neither decides any.
 Ray wraps each in an actor pool, Spark calls both in one Arrow UDF, SageMaker's handler calls
 both per request, the local baseline calls them in DataLoader workers and the main process.
 State (the model, the decode router) lives in ``__init__``: built once per worker.
@@ -13,7 +15,6 @@ State (the model, the decode router) lives in ``__init__``: built once per worke
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -119,9 +120,9 @@ class Classify:
 
         self.config = config
         self.execution = execution
-        model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)
-        model = dataclasses.replace(model, spec=dataclasses.replace(model.spec, recipe=execution.recipe))  # the plan's recipe
-        self.predictor = Predictor(model, planned_device(execution, gpu_ids), execution.precision, config.topk,
+        model = load_model(execution.model, s3_endpoint_url=config.s3_endpoint_url)  # the model the driver described
+        self.predictor = Predictor(model, planned_device(execution, gpu_ids), execution.precision, execution.topk,
+                                   predictions=execution.predictions, embeddings=execution.embeddings,
                                    compile=execution.compile, batch_size=execution.batch_size)
 
     @functools.cached_property
@@ -138,7 +139,7 @@ class Classify:
         if isinstance(batch, SplitBatch):
             table = self._classify_split(batch.ids, batch.routed)
         else:
-            table = prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels))
+            table = prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels), self.execution)
         seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
         table = table.append_column(DEVICE_SECONDS, pa.array(seconds, pa.float64()))
         return table if batch.files is None else with_position(table, batch.files, batch.rows)
@@ -148,7 +149,7 @@ class Classify:
         with self.predictor.stream():
             images = self.device_stage(routed)
             predictions = self.predictor.predict_images(images.images)
-        return prediction_table(ids, images.errors, predictions)
+        return prediction_table(ids, images.errors, predictions, self.execution)
 
 
 def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> torch.device:

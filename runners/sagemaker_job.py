@@ -119,7 +119,7 @@ def transform_and_assemble(job: Job, options: SageMakerOptions, serving_wheels: 
         progress.append((time.time(), rows.num_rows))
         return name
 
-    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, failures)
+    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, job.parts.schema, failures)
     with storage_errors(staging.uri):
         staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
     facts = {"shards": len(sharding.shards), "failed_shards": failed}

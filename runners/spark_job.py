@@ -37,13 +37,13 @@ from job.timeline import DEVICE_SECONDS
 from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark.udfs import (
     PIXELS_DDL,
-    PREDICTION_FIELDS,
     STATS_DDL,
     ReadAndClassify,
     ReadAndPreprocess,
     TaskSpec,
     WriteParts,
     series_predict,
+    udf_fields,
 )
 from storage import StorageError
 
@@ -76,7 +76,7 @@ def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     """The per-partition stats DataFrame whose evaluation does the whole job."""
     if udf == "iterator":
         return files.mapInArrow(ReadAndClassify(spec), STATS_DDL)
-    predictions = from_arrow_schema(pa.schema(PREDICTION_FIELDS))  # the output columns as Spark types (pyspark 3.5 and 4)
+    predictions = from_arrow_schema(pa.schema(udf_fields(spec.job.execution)))  # the output columns as Spark types (pyspark 3.5 and 4)
     predict = pandas_udf(series_predict(spec.job.config, spec.job.execution), predictions)
     pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
     rows = pixels.select("id", predict("pixels", "error").alias("p"), "error", FILE, ROW).select("id", "p.*", "error", FILE, ROW)

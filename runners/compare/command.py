@@ -36,18 +36,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inference import choose_device, load_model
+from inference import ModelSpec, choose_device, load_model
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE, LoadedModel
 from job import report, sample
 from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
 from job.config import JobConfig
 from job.errors import JobError
-from job.execution import Capabilities, decide, this_machine
+from job.execution import Capabilities, decide, model_for, this_machine
 from job.manifest import MANIFEST, Manifest, read_manifest
 from job.plan import InputPlan, plan_input, read_file
 from job.stages import image_cells
-from preprocess.recipe import IMAGENET_RECIPE
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 from runners.compare import report as compare_report
@@ -135,13 +134,13 @@ def comparison_config(args: argparse.Namespace, report_dir: str) -> JobConfig:
     return config
 
 
-def decided_for_this_machine(config: JobConfig, images: int) -> JobConfig:
+def decided_for_this_machine(config: JobConfig, images: int, model: ModelSpec) -> JobConfig:
     """``config`` with batch size, precision and compile decided once, by the job's own rule, for this machine.
 
     Every engine then gets them as options, so all run the same model the same way, and the
     model-only ceiling runs it that way too.
     """
-    execution = decide(config, Capabilities(), this_machine(), images)
+    execution = decide(config, Capabilities(), this_machine(), images, model=model)
     return dataclasses.replace(config, batch_size=execution.batch_size, precision=execution.precision,
                                compile="on" if execution.compile else "off")
 
@@ -187,11 +186,11 @@ def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, repor
     return rows, parity, model_only
 
 
-def preprocess_stage(plan: InputPlan, config: JobConfig) -> list[dict]:
-    """Preprocessing per core on the input's own images: ours against torchvision's eval transform."""
+def preprocess_stage(plan: InputPlan, config: JobConfig, model: ModelSpec) -> list[dict]:
+    """Preprocessing per core on the input's own images, with the model's recipe: ours against torchvision's eval transform."""
     if plan.shape_columns or config.raw_shape:
         raise JobError("--stage preprocess times image decoding, but this input holds raw pixels; use an encoded input")
-    images, size = _decodable_images(plan, config), IMAGENET_RECIPE
+    images, size = _decodable_images(plan, config, model), model.recipe
     methods = {
         "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(size)),
         "torchvision_resize_crop": (f"torchvision v2 Resize({size.resize}) + CenterCrop({size.crop}) on PIL, uint8",
@@ -205,7 +204,7 @@ def preprocess_stage(plan: InputPlan, config: JobConfig) -> list[dict]:
             for name, rate in rates.items()]
 
 
-def _decodable_images(plan: InputPlan, config: JobConfig) -> list[bytes]:
+def _decodable_images(plan: InputPlan, config: JobConfig, model: ModelSpec) -> list[bytes]:
     """The first PREPROCESS_MAX_IMAGES encoded images of the input that decode (bad rows would only time errors)."""
     cells: list[bytes] = []
     for file in plan.files:
@@ -213,7 +212,7 @@ def _decodable_images(plan: InputPlan, config: JobConfig) -> list[bytes]:
             cells += image_cells(batch.column(config.image_column), raw=False)[: PREPROCESS_MAX_IMAGES - len(cells)]
         if len(cells) >= PREPROCESS_MAX_IMAGES:
             break
-    errors = preprocess_batch(cells, IMAGENET_RECIPE, max_pixels=config.max_pixels).errors
+    errors = preprocess_batch(cells, model.recipe, max_pixels=config.max_pixels).errors
     images = [c for c, e in zip(cells, errors) if e is None]
     if not images:
         raise JobError(f"{config.input}: no decodable image among the first {len(cells)} rows to time")
@@ -230,8 +229,9 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     report_dir = prepare_report(args.report, engines, args.overwrite)
     config = comparison_config(args, report_dir)
     plan = plan_input(resolve(config.input, config.s3_endpoint_url), config)  # a bad input stops here, once
-    config = decided_for_this_machine(config, plan.rows)
-    model = load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url)  # so do unusable weights
+    spec = model_for(config)  # so do unusable weights, names or recipe
+    config = decided_for_this_machine(config, plan.rows, spec)
+    model = load_model(spec, s3_endpoint_url=config.s3_endpoint_url)
     rows, parity, model_only = [], None, None
     if args.stage in ("jobs", "all"):
         rows, parity, model_only = run_engines(engines, config, model, report_dir, args, engine_args)
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
         "runs": rows,
         "parity": dataclasses.asdict(parity) if parity else None,
         "model_only": model_only,
-        "preprocess": preprocess_stage(plan, config) if args.stage in ("preprocess", "all") else [],
+        "preprocess": preprocess_stage(plan, config, spec) if args.stage in ("preprocess", "all") else [],
         "command": shlex.join(["python", "-m", "runners.compare", *(sys.argv[1:] if argv is None else argv)]),
         "note": args.note,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

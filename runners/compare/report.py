@@ -141,8 +141,10 @@ def _parity_text(parity: dict | None) -> str:
     if len(parity["engines"]) < 2:
         return f"Parity: not checked, fewer than two engines finished ({', '.join(parity['engines']) or 'none'})."
     if parity["ok"]:
+        cosine, centred = parity.get("min_embedding_cosine"), parity.get("min_centred_cosine")
+        embeddings = f", embeddings' cosine at least {cosine} ({centred} from their mean)" if cosine is not None else ""
         return (f"Parity: OK. {len(parity['engines'])} engines agree on all {parity['rows']} ids "
-                "(same ids, same top-1 label, same rows errored).")
+                f"(same ids, same top-1 label and name, same rows errored{embeddings}).")
     lines = [f"Parity: FAILED. {parity['mismatches']} of {parity['rows']} ids disagree; examples:", "",
              "| id | " + " | ".join(parity["engines"]) + " |", "|---|" + "---|" * len(parity["engines"])]
     lines += ["| " + " | ".join([str(e["id"]), *(str(e[n]) for n in parity["engines"])]) + " |" for e in parity["examples"]]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from job.rows import OUTPUT_SCHEMA
+from job.rows import error_table
 from runners.sagemaker.serving.handler import ID_COLUMN
 from runners.sagemaker.shard import FileShards
 from storage import Location, storage_errors
@@ -31,9 +31,11 @@ def assemble(
     shard_location: Location,
     out_location: Location,
     write: Callable[[int, pa.Table], object],
+    schema: pa.Schema,
     failures: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Call ``write(index, rows)`` once per input file with all its output rows.
+    """Call ``write(index, rows)`` once per input file with all its output rows, in ``schema``
+    (the job's ``job.rows.output_schema``, which every ``.out`` must have).
 
     Returns the shards that had no usable ``.out`` (their rows are error rows).
 
@@ -45,37 +47,29 @@ def assemble(
         tables = []
         for shard in file.shards:
             why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
-            table, ok = _shard_output(shard, shard_location, out_location, why)
+            table, ok = _shard_output(shard, shard_location, out_location, why, schema)
             tables.append(table)
             failed += [] if ok else [shard]
         if file.oversized:
-            tables.append(error_rows(list(file.oversized), list(file.oversized.values())))
+            tables.append(error_table(list(file.oversized), list(file.oversized.values()), schema))
         write(index, pa.concat_tables(tables))
     return failed
 
 
-def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str) -> tuple[pa.Table, bool]:
+def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str,
+                  schema: pa.Schema) -> tuple[pa.Table, bool]:
     """The shard's output rows, and whether they came from its ``.out``."""
     ids = _read(shard_location, shard_location.join(shard), columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
     out_path = out_location.join(shard + OUT_SUFFIX)
     with storage_errors(out_location.uri_of(out_path)):
         missing = out_location.filesystem.get_file_info(out_path).type == pafs.FileType.NotFound
     if missing:
-        return error_rows(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids)), False
+        return error_table(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids), schema), False
     table = _read(out_location, out_path)
-    if not table.schema.equals(OUTPUT_SCHEMA, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
+    if not table.schema.equals(schema, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
         reason = f"{shard}{OUT_SUFFIX} does not hold one output row per shard row (schema {table.schema.names}, {table.num_rows} rows for {len(ids)} ids)"
-        return error_rows(ids, [reason] * len(ids)), False
-    return table.cast(OUTPUT_SCHEMA), True
-
-
-def error_rows(ids: Sequence[str], errors: Sequence[str]) -> pa.Table:
-    """Rows in the output schema with no prediction and ``error`` set."""
-    n = len(ids)
-    columns = [pa.array(list(ids), pa.string())]
-    columns += [pa.nulls(n, f.type) for f in list(OUTPUT_SCHEMA)[1:-1]]
-    columns.append(pa.array(list(errors), pa.string()))
-    return pa.Table.from_arrays(columns, schema=OUTPUT_SCHEMA)
+        return error_table(ids, [reason] * len(ids), schema), False
+    return table.cast(schema), True
 
 
 def _read(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:

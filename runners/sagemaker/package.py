@@ -2,8 +2,10 @@
 
 Layout (the container unpacks it into /opt/ml/model)::
 
-    model.pth            the ResNet50 state dict (absent for --weights random)
-    serving.json         the job options the handler needs (image column, topk, ...) and the run's plan
+    model.pth            {"state_dict", "class_names", "recipe"}: the weights the driver described,
+                         with their names and recipe (absent for --weights random)
+    serving.json         the job options the handler needs (image column, ...) and the run's plan,
+                         whose model (architecture, names, recipe) names model.pth and its sha256
     code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
     code/job/ code/preprocess/ code/inference/ code/storage/ code/runners/...
                          the modules of ours the handler imports, and theirs, and so on
@@ -17,6 +19,8 @@ model's container variables (``container.environment()``) name ``code/handler.py
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -27,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from inference import load_model
+from inference import ModelSpec, load_model
+from inference.names import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.execution import Execution
 from runners.sagemaker import wheels as serving_wheels
@@ -40,10 +45,23 @@ SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels")  # the JobC
 
 
 def serving_options(config: JobConfig, execution: Execution) -> dict:
-    """What the handler needs to know about the job: its options, its weights (a file, or "random"), its plan."""
-    return {"config": {name: getattr(config, name) for name in SERVING_FIELDS},
-            "weights": "random" if config.weights == "random" else handler.WEIGHTS_FILE,
-            "execution": execution.to_dict()}
+    """What the handler needs to know about the job: its options and its plan (the model, as archived)."""
+    return {"config": {name: getattr(config, name) for name in SERVING_FIELDS}, "execution": execution.to_dict()}
+
+
+def archive_weights(model: ModelSpec, path: str, s3_endpoint_url: str | None = None) -> ModelSpec:
+    """Save the weights ``model`` describes at ``path`` with its names and recipe; returns the spec that reads them.
+
+    One file a reader can use alone (``torch.load`` gives the state dict, the class names and
+    the recipe); the returned spec names it relative to the model dir, with its sha256, so the
+    container refuses an archive whose weights changed.
+    """
+    state = load_model(model, s3_endpoint_url=s3_endpoint_url).module.state_dict()  # read once already, by the driver
+    names = None if model.class_names is None else list(model.class_names)
+    torch.save({"state_dict": state, "class_names": names, "recipe": model.recipe.to_dict()}, path)
+    with open(path, "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()
+    return dataclasses.replace(model, weights=handler.WEIGHTS_FILE, weights_sha256=sha256)
 
 
 def build_model_tar(config: JobConfig, execution: Execution, directory: str, wheels: Sequence[Path] = ()) -> str:
@@ -54,9 +72,9 @@ def build_model_tar(config: JobConfig, execution: Execution, directory: str, whe
     """
     path = os.path.join(directory, "model.tar.gz")
     with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
-        if config.weights != "random":
+        if execution.model.weights != RANDOM_WEIGHTS:
             weights = os.path.join(tmp, handler.WEIGHTS_FILE)
-            torch.save(load_model(config.weights, s3_endpoint_url=config.s3_endpoint_url).module.state_dict(), weights)
+            execution = dataclasses.replace(execution, model=archive_weights(execution.model, weights, config.s3_endpoint_url))
             tar.add(weights, handler.WEIGHTS_FILE)
         _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config, execution), indent=2).encode())
         if wheels:

@@ -34,7 +34,7 @@ from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
 from job.parts import FILE, ROW, PartCollector
-from job.rows import OUTPUT_SCHEMA
+from job.rows import EMBEDDING, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
@@ -45,7 +45,6 @@ STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("
 STATS_DDL = f"partition int, attempt int, rows long, committed_at double, {DEVICE_SECONDS} double, error string"  # as Spark declares it
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
 PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
-PREDICTION_FIELDS = [f for f in OUTPUT_SCHEMA if f.name not in ("id", "error")]
 
 _CLASSIFIERS: dict[tuple[JobConfig, Execution, tuple[int, ...]], Classify] = {}  # per Python worker process
 
@@ -211,6 +210,16 @@ class ReadAndPreprocess:
             yield pa.RecordBatch.from_pydict(columns, schema=PIXELS_SCHEMA)
 
 
+def udf_fields(execution: Execution) -> list[pa.Field]:
+    """The columns the series UDF returns: the output's, less id and error, as Spark can declare them.
+
+    Spark has no float16: the embedding travels as a list of float32, and the part writer casts
+    it back to the output's type (``job.parts``), so the part is the same as on every engine.
+    """
+    fields = [f for f in output_schema(execution) if f.name not in ("id", "error")]
+    return [pa.field(EMBEDDING, pa.list_(pa.float32())) if f.name == EMBEDDING else f for f in fields]
+
+
 def series_predict(config: JobConfig, execution: Execution) -> Callable[[pd.Series, pd.Series], pd.DataFrame]:
     """``--udf series``, stage 2: the body of a Series pandas UDF, model built on every call.
 
@@ -224,7 +233,7 @@ def series_predict(config: JobConfig, execution: Execution) -> Callable[[pd.Seri
         ok = [np.frombuffer(cell, np.uint8).reshape(crop, crop, 3) for cell, error in zip(pixels, errs) if error is None]
         stacked = np.stack(ok) if ok else np.empty((0, crop, crop, 3), np.uint8)  # (K, crop, crop, 3): the rows without errors
         table = classify(PixelBatch([""] * len(errs), stacked, errs))
-        return pd.DataFrame({f.name: pd.Series(table.column(f.name).to_pylist(), dtype=object) for f in PREDICTION_FIELDS})
+        return pd.DataFrame({f.name: pd.Series(table.column(f.name).to_pylist(), dtype=object) for f in udf_fields(execution)})
 
     return predict
 

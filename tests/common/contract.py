@@ -10,7 +10,8 @@ import json
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from job.rows import OUTPUT_SCHEMA
+from job.execution import Execution
+from job.rows import output_schema
 from storage import resolve
 
 
@@ -25,24 +26,29 @@ def read_output(uri: str, endpoint: str | None = None) -> tuple[list[dict], dict
                   and not any(part.startswith(("_", ".")) for part in i.path[len(location.path):].split("/")))
     assert sorted(p.rsplit("/", 1)[1] for p in data) == sorted(manifest["files"]), "files differ from the manifest"
     table = pq.read_table(data, filesystem=location.filesystem)
-    assert table.schema.equals(OUTPUT_SCHEMA, check_metadata=False), table.schema
+    expected = output_schema(Execution.from_dict(manifest["execution"]))  # the schema the run's plan declares
+    assert table.schema.equals(expected, check_metadata=False), table.schema
     return table.to_pylist(), manifest
 
 
-def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad: dict[str, str], topk: int = 5) -> None:
-    """One row per input id, no duplicates; ``error`` set exactly for ``bad`` ids (containing the given words)."""
+def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad: dict[str, str], topk: int = 5,
+                           names: list[str] | None = None) -> None:
+    """One row per input id, no duplicates; ``error`` set exactly for ``bad`` ids (containing the given words);
+    ``names``: the class names each label must carry (None: the model has none, so names are null)."""
     got = [r["id"] for r in rows]
     assert len(got) == len(set(got)), "duplicate ids"
     assert sorted(got) == sorted(ids), "ids differ from the input"
     for row in rows:
         if row["id"] in bad:
             assert row["error"] and bad[row["id"]] in row["error"], row
-            assert row["label"] is None and row["topk_labels"] is None, row
+            assert row["label"] is None and row["topk_labels"] is None and row["label_name"] is None, row
         else:
             assert row["error"] is None, row
-            assert 0 <= row["label"] < 1000 and 0.0 < row["score"] <= 1.0, row
+            assert 0 <= row["label"] < len(names or range(1000)) and 0.0 < row["score"] <= 1.0, row
             assert row["topk_labels"][0] == row["label"] and len(row["topk_labels"]) == topk, row
             assert abs(row["topk_scores"][0] - row["score"]) < 1e-6, row
+            expected = None if names is None else [names[label] for label in row["topk_labels"]]
+            assert row["topk_label_names"] == expected and row["label_name"] == (expected or [None])[0], row
     counts = manifest["counts"]
     assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad)}
     assert manifest["images_per_sec"] > 0 and manifest["seconds"] > 0

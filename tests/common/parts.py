@@ -7,17 +7,16 @@ import pyarrow as pa
 from job.manifest import Counts, InputFiles, Manifest, Timeline
 from job.parts import STAGING, Parts, output_options
 from job.config import JobConfig
-from job.rows import OUTPUT_SCHEMA
+from job.rows import error_table, output_schema
 from job.plan import InputFile, plan_input
 from storage import resolve
 from tests.common.plans import cpu_execution
 
 
 def predictions(ids: list[str]) -> pa.Table:
-    """Output rows for ``ids``, all errors (their content does not matter to committing)."""
-    n = len(ids)
-    columns = [pa.array(ids, pa.string()), *(pa.nulls(n, f.type) for f in list(OUTPUT_SCHEMA)[1:-1]), pa.array(["x"] * n)]
-    return pa.Table.from_arrays(columns, schema=OUTPUT_SCHEMA)
+    """Output rows for ``ids`` of a default job, all errors (their content does not matter to committing)."""
+    config = JobConfig(input=None, output=None, weights="random")
+    return error_table(ids, ["x"] * len(ids), output_schema(cpu_execution(config)))
 
 
 def job_parts(input_uri: str, output_uri: str, endpoint: str | None = None, **options) -> tuple[Parts, tuple[InputFile, ...]]:
@@ -25,8 +24,9 @@ def job_parts(input_uri: str, output_uri: str, endpoint: str | None = None, **op
     config = JobConfig(input=input_uri, output=output_uri, weights="random", s3_endpoint_url=endpoint, **options)
     plan = plan_input(resolve(input_uri, endpoint), config)
     output = resolve(output_uri, endpoint)
-    options = output_options(config, plan, cpu_execution(config))
-    return Parts(output, output.join(STAGING, "run"), plan.location.path, options), plan.files
+    execution = cpu_execution(config)
+    options = output_options(config, plan, execution)
+    return Parts(output, output.join(STAGING, "run"), plan.location.path, options, output_schema(execution)), plan.files
 
 
 def a_manifest(**changes) -> Manifest:

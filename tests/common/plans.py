@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 from job.config import JobConfig
 from job.engine import Engine
-from job.execution import Capabilities, Devices, Execution, decide
+from job.execution import Capabilities, Devices, Execution, decide, model_for
 
 CPU = Devices("cpu")
 
 
 def cpu_execution(config: JobConfig, images: int = 0) -> Execution:
-    """What the driver decides for ``config`` when the predictors run on the CPU."""
-    return decide(config, Capabilities(), CPU, images)
+    """What the driver decides for ``config`` (its model described as the driver does) when the predictors run on the CPU."""
+    return decide(config, Capabilities(), CPU, images, model=model_for(config))
 
 
 class CpuOnly:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import zipfile
 from importlib.metadata import version
@@ -12,7 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.config import JobConfig
+from job.execution import Execution
+from job.rows import output_schema
 from runners.sagemaker import package
+from runners.sagemaker.serving import handler
 from tests.common.datasets import mixed_rows
 from tests.common.plans import cpu_execution
 
@@ -25,6 +29,12 @@ def packaged_model_dir(tmp_dir: str, **config) -> str:
     config = JobConfig(input=None, output=None, weights="random", **config)
     tar = package.build_model_tar(config, cpu_execution(config), tmp_dir)
     return package.unpack(tar, f"{tmp_dir}/model")
+
+
+def archived_schema(model_dir: str) -> pa.Schema:
+    """The output schema of the job whose plan an unpacked archive carries: what its handler must answer in."""
+    with open(os.path.join(model_dir, handler.SERVING_CONFIG)) as f:
+        return output_schema(Execution.from_dict(json.load(f)["execution"]))
 
 
 def shard_body(rows: list[tuple[str, bytes]] | None = None) -> bytes:

@@ -34,14 +34,14 @@ RUN_KEYS = {"engine", "images", "errors", "seconds", "images_per_sec", "model_on
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    """One compare run: 11 JPEGs and a truncated one in 3 files, batch 8, random weights."""
+    """One compare run: 11 JPEGs and a truncated one in 3 files, batch 8, random weights, embeddings beside predictions."""
     root = tmp_path_factory.mktemp("compare")
     rows = [*synthetic_rows(11, "jpeg", (320, 240), seed=3), ("bad-truncated", bad_images()["truncated-jpeg"])]
     write_dataset(resolve(str(root / "in")), iter(rows), rows_per_file=5)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         comparison = compare.main(["--engines", ",".join(ENGINES), "--input", str(root / "in"), "--weights", "random",
-                                   "--batch-size", "8", "--report", str(root / "report"), "--stage", "all",
+                                   "--batch-size", "8", "--embeddings", "--report", str(root / "report"), "--stage", "all",
                                    "--model-only-seconds", "1", "--price-per-hour", ",".join(f"{e}={PRICE}" for e in ENGINES),
                                    "--engine-args", "ray=--num-cpu-actors 1", "--engine-args", "local=--workers 1"])
     return comparison, root / "report", printed.getvalue()
@@ -84,8 +84,9 @@ def test_engine_args_reach_their_engine_only(compared):
 def test_engines_agree_and_the_run_passes(compared):
     comparison, report, _ = compared
     parity = json.loads((report / "results.json").read_text())["parity"]
+    cosines = parity.pop("min_embedding_cosine"), parity.pop("min_centred_cosine")
     assert parity == {"ok": True, "mismatches": 0, "rows": 12, "engines": ENGINES, "examples": []}
-    assert comparison.exit_code == 0
+    assert all(0.999 <= cosine <= 1.0 + 1e-6 for cosine in cosines) and comparison.exit_code == 0, cosines  # the same embeddings
 
 
 def test_report_files_chart_and_printed_table(compared):
@@ -109,17 +110,21 @@ def test_preprocess_stage_times_the_inputs_decodable_images(compared):
         assert row["ours_speedup"] == pytest.approx(rows[0]["images_per_sec_per_core"] / row["images_per_sec_per_core"], rel=0.02)
 
 
-def _alter(output, relabel: str, drop: str, error: str) -> None:
-    """Rewrite an output as one Parquet file: one label changed, one row removed, one good row turned into an error."""
+def _alter(output, relabel: str, drop: str, error: str, swap: tuple[str, str]) -> None:
+    """Rewrite an output as one Parquet file: one label changed, one row removed, one good row turned into an
+    error, two rows' embeddings swapped (the same labels: random weights give every photo the same class)."""
     manifest = json.loads((output / "_SUCCESS.json").read_text())
     paths = [output / name for name in manifest["files"]]
     table = pa.concat_tables([pq.read_table(p) for p in paths])
     rows = table.filter(pc.field("id") != drop).to_pylist()
+    embeddings = {row["id"]: row["embedding"] for row in rows}
     for row in rows:
         if row["id"] == relabel:
             row["label"] = (row["label"] + 1) % 1000
         if row["id"] == error:
-            row.update(label=None, score=None, topk_labels=None, topk_scores=None, error="injected")
+            row.update(label=None, score=None, topk_labels=None, topk_scores=None, embedding=None, error="injected")
+        if row["id"] in swap:
+            row["embedding"] = embeddings[swap[1] if row["id"] == swap[0] else swap[0]]
     for p in paths:
         p.unlink()
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), paths[0])
@@ -131,20 +136,23 @@ def test_an_altered_output_fails_parity_with_examples_and_exit_1(compared, tmp_p
     altered = tmp_path / "local"
     shutil.copytree(report / "outputs" / "local", altered)
     reference = read_outcomes(str(report / "outputs" / "ray"))
-    relabel, drop, error = "img-00000001", "img-00000002", "img-00000003"
-    _alter(altered, relabel, drop, error)
+    relabel, drop, error, swap = "img-00000001", "img-00000002", "img-00000003", ("img-00000004", "img-00000005")
+    _alter(altered, relabel, drop, error, swap)
     parity = check_parity({"ray": reference, "local": read_outcomes(str(altered))})
-    assert (parity.ok, parity.mismatches, parity.rows) == (False, 3, 12)
-    assert parity.examples == [
-        {"id": relabel, "ray": f"label {reference[relabel][0]}", "local": f"label {(reference[relabel][0] + 1) % 1000}"},
-        {"id": drop, "ray": f"label {reference[drop][0]}", "local": "missing"},
-        {"id": error, "ray": f"label {reference[error][0]}", "local": "error: injected"},
+    assert (parity.ok, parity.mismatches, parity.rows) == (False, 5, 12)
+    swapped = parity.examples[3:]
+    # Random weights: two photos' features at raw cosine 0.9996; from their mean, far apart.
+    assert [example["id"] for example in swapped] == list(swap) and all(e["centred_cosine"] < 0.9 for e in swapped), swapped
+    assert parity.examples[:3] == [
+        {"id": relabel, "ray": f"label {reference[relabel].label}", "local": f"label {(reference[relabel].label + 1) % 1000}"},
+        {"id": drop, "ray": f"label {reference[drop].label}", "local": "missing"},
+        {"id": error, "ray": f"label {reference[error].label}", "local": "error: injected"},
     ]
     results = {**comparison.results, "parity": dataclasses.asdict(parity)}
     compare_report.write_report(str(tmp_path), results)
     assert compare.Comparison(results, str(tmp_path)).exit_code == 1
     markdown = (tmp_path / "results.md").read_text()
-    assert "Parity: FAILED. 3 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop][0]} | missing |" in markdown
+    assert "Parity: FAILED. 5 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop].label} | missing |" in markdown
     assert json.loads((tmp_path / "results.json").read_text())["parity"]["ok"] is False
 
 

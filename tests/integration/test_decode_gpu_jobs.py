@@ -12,6 +12,7 @@ import sys
 
 from job.cli import run_main
 from runners import spark_job
+from tests.common.embeddings import assert_same_features, embeddings_of
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
 from tests.common.spark import run_ray_then_spark
@@ -32,18 +33,23 @@ def test_ray_and_spark_decode_on_the_device_and_agree(tmp_path):
 
 
 def test_ray_error_rows_are_the_same_whatever_decodes(tmp_path):
-    """cpu, gpu and auto: the same rows errored with the same words, the same labels elsewhere."""
+    """cpu, gpu and auto: the same rows errored with the same words, the same labels and embeddings elsewhere."""
     ids, bad = write_mixed(str(tmp_path / "in"))
     outcomes = {}
     for mode in ("cpu", "gpu", "auto"):
         out = str(tmp_path / mode)
         subprocess.run([sys.executable, "-m", "runners.ray_job", "--input", str(tmp_path / "in"), "--output", out, "--weights",
-                        "random", "--batch-size", "8", "--decode", mode], check=True)
+                        "random", "--batch-size", "8", "--decode", mode, "--embeddings"], check=True)
         rows, manifest = read_output(out)
         assert_output_contract(rows, manifest, ids, bad)
         assert manifest["config"]["decode"] == mode
         outcomes[mode] = {r["id"]: r["error"] for r in rows}
     assert outcomes["cpu"] == outcomes["gpu"] == outcomes["auto"]
+    # Pixels differ by resampling rounding between the paths (about 0.5 levels), which moves a random
+    # network's features' small differences from their mean by up to 0.5% (cosine 0.9957 seen); a
+    # different photo is far below 0.9.
+    for mode in ("gpu", "auto"):
+        assert_same_features(embeddings_of(tmp_path / mode), embeddings_of(tmp_path / "cpu"), min_cosine=0.99)
 
 
 def test_sagemaker_and_series_udf_refuse_gpu_decode_in_one_line(tmp_path, capsys):

@@ -70,8 +70,9 @@ def _place_out_objects(s3_env: str, skip: int):
                 ids = pq.read_table(io.BytesIO(f.read())).column("id").to_pylist()
             n = len(ids)
             fake = Predictions(np.full(n, 7), np.full(n, 0.5, np.float32), np.full((n, 1), 7), np.full((n, 1), 0.5, np.float32))
+            plan = cpu_execution(JobConfig(input=None, output=None, weights="random"))  # the job's output columns
             with outputs.filesystem.open_output_stream(outputs.join(name_ + ".out")) as out:
-                pq.write_table(prediction_table(ids, [None] * n, fake), out)
+                pq.write_table(prediction_table(ids, [None] * n, fake, plan), out)
         return real_wait(client, name, timeout_s, poll_s=0, **kwargs)
 
     return wait

@@ -10,11 +10,10 @@ import io
 import pyarrow.parquet as pq
 import pytest
 
-from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker import container
 from runners.sagemaker.server import start_server
 from tests.common.datasets import mixed_rows
-from tests.common.sagemaker import packaged_model_dir, shard_body, shard_of_size
+from tests.common.sagemaker import archived_schema, packaged_model_dir, shard_body, shard_of_size
 
 ROWS = len(mixed_rows(good=2))  # what shard_body() holds
 
@@ -68,10 +67,10 @@ def test_binds_loopback_and_answers_ping(server):
     assert request(server, "GET", "/ping")[0] == 200
 
 
-def test_invocations_return_parquet_in_the_output_schema(server):
+def test_invocations_return_parquet_in_the_output_schema(server, model_dir):
     status, body = request(server, "POST", "/invocations", shard_body(), {"Content-Type": "application/x-parquet"})
     table = pq.read_table(io.BytesIO(body))
-    assert status == 200 and table.schema.equals(OUTPUT_SCHEMA, check_metadata=False) and table.num_rows == ROWS
+    assert status == 200 and table.schema.equals(archived_schema(model_dir), check_metadata=False) and table.num_rows == ROWS
 
 
 def test_chunked_body_is_accepted(server):

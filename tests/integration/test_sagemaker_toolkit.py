@@ -21,12 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
-from job.rows import OUTPUT_SCHEMA
 from runners.sagemaker import container, package
 from runners.sagemaker.serving.codecs import PARQUET
 from runners.sagemaker.toolkit import Toolkit
 from tests.common.datasets import mixed_rows
-from tests.common.sagemaker import image_wheelhouse, packaged_model_dir, shard_body
+from tests.common.sagemaker import archived_schema, image_wheelhouse, packaged_model_dir, shard_body
 from tests.common.plans import cpu_execution
 
 ROWS = mixed_rows(good=2)
@@ -46,13 +45,13 @@ def toolkit(model_dir) -> Toolkit:
 
 
 @pytest.mark.parametrize("accept", [PARQUET, None, "*/*"], ids=["parquet", "no-accept", "any"])
-def test_parquet_request_gets_one_output_row_per_id(toolkit, accept):
+def test_parquet_request_gets_one_output_row_per_id(toolkit, model_dir, accept):
     headers = {"Content-Type": PARQUET, **({"Accept": accept} if accept else {})}
     response = toolkit.invoke(shard_body(ROWS), headers)
     assert response.status == 200, response.body[:500]
     assert response.content_type == PARQUET
     table = pq.read_table(io.BytesIO(response.body))
-    assert table.schema.equals(OUTPUT_SCHEMA, check_metadata=False)
+    assert table.schema.equals(archived_schema(model_dir), check_metadata=False)
     assert table.column("id").to_pylist() == [i for i, _ in ROWS]
     assert table.column("topk_labels").to_pylist()[0] is not None and len(table.column("topk_labels")[0]) == 3
 

@@ -34,6 +34,8 @@ def assert_same_predictions(got: dict[str, dict], expected: dict[str, dict]) -> 
         assert got[key]["error"] == row["error"] and got[key]["topk_labels"] == row["topk_labels"], key
         if row["topk_scores"] is not None:
             np.testing.assert_allclose(got[key]["topk_scores"], row["topk_scores"], atol=1e-4)
+        if row.get("embedding") is not None:  # float16 from every path, Spark's float32 lists cast back
+            np.testing.assert_allclose(np.float32(got[key]["embedding"]), np.float32(row["embedding"]), rtol=1e-2, atol=1e-3)
 
 
 def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
@@ -47,7 +49,7 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
 
 def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=6)
-    common = ["--input", str(tmp_path / "in"), "--limit", "14"]
+    common = ["--input", str(tmp_path / "in"), "--limit", "14", "--embeddings"]  # the series UDF declares the embedding too
     run(*common, "--output", str(tmp_path / "iterator"), "--prefetch", "0")
     run(*common, "--output", str(tmp_path / "series"), "--udf", "series", "--partitions", "2")
     run(*common, "--output", str(tmp_path / "prefetch"), "--prefetch", "2", "--partitions", "1")

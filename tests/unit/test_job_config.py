@@ -25,6 +25,15 @@ from job.errors import JobError
         ({"output": "s3://b/"}, ("--input s3://b/in lies in --output s3://b/: the job would write its parts among its "
                                  "input files; choose an --output outside --input")),
         ({"image_column": ""}, "--image-column must not be empty"),
+        ({"arch": "resnet51"}, "--arch must be one of resnet50, resnet18"),
+        ({"embeddings": "yes"}, "--embeddings must be one of off, with, only, got 'yes'"),
+        ({"embedding_dtype": "float64"}, "--embedding-dtype must be one of float16, float32"),
+        ({"crop": 0}, "--crop: the recipe's crop must be a positive whole number of pixels, got 0"),
+        ({"resize": 200, "crop": 224}, "--resize/--crop: the recipe needs crop <= resize"),
+        ({"mean": (124.0, 116.0, 104.0)}, "--mean: the recipe's mean must be in [0, 1] per channel, got (124.0, 116.0, 104.0); "
+                                          "divide by 255"),
+        ({"std": (0.2, 0.0, 0.2)}, "--std: the recipe's std must be in (0, 1] per channel"),
+        ({"labels": "s3://key:secret@bucket/names.txt"}, "--labels s3://***@bucket/names.txt: credentials in a URL are refused"),
     ],
 )
 def test_bad_values_name_the_option(changes, message):
@@ -81,6 +90,8 @@ def test_config_is_frozen_and_recorded_whole():
         JobConfig(input="in", output="out", weights="/w.pt", s3_endpoint_url="http://127.0.0.1:9000", image_column="img",
                   id_column="key", raw_shape=(256, 256, 3), limit=7, batch_size=8, precision="bf16", topk=3,
                   max_pixels=1000, overwrite=True, skip_id_check=True),
+        JobConfig(input="in", output="out", weights="/w.pt", arch="convnext_tiny", labels="s3://b/names.json", resize=256,
+                  crop=224, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), embeddings="only", embedding_dtype="float32"),
     ],
 )
 def test_config_to_argv_parses_back_to_the_same_config(config):
@@ -91,3 +102,19 @@ def test_skip_id_check_is_off_unless_asked_for():
     parser = get_args_parser()
     assert not config_from_args(parser.parse_args(["--input", "x", "--output", "y"])).skip_id_check
     assert config_from_args(parser.parse_args(["--input", "x", "--output", "y", "--skip-id-check"])).skip_id_check
+
+
+def test_model_options_parse_as_a_user_types_them(capsys):
+    parser = get_args_parser(prog="job")
+    config = config_from_args(parser.parse_args(["--embeddings", "--crop", "384", "--resize", "438", "--std", "0.5,0.5,0.5"]))
+    assert (config.embeddings, config.embedding_dtype, config.arch, config.topk) == ("with", "float16", "resnet50", None)
+    assert config.recipe_overrides() == {"resize": 438, "crop": 384, "std": (0.5, 0.5, 0.5)}
+    assert config_from_args(parser.parse_args(["--embeddings", "only"])).embeddings == "only"
+    assert config_from_args(parser.parse_args([])).embeddings == "off"
+    for argv, words in ((["--mean", "0.5,0.5"], "argument --mean: expected three numbers R,G,B"),
+                        (["--crop", "0"], "argument --crop: must be an integer >= 1, got 0"),
+                        (["--arch", "resnet51"], "argument --arch: invalid choice: 'resnet51'")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err, err

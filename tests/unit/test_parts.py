@@ -40,7 +40,9 @@ def test_a_failed_row_raises_its_data_error_once_the_rows_beside_it_are_committe
     """A reader's DataError travels as a FAILED row (no worker traceback, no retry) and is raised where rows are gathered."""
     write_mixed(str(tmp_path / "in"), rows_per_file=6)
     parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
-    failure = with_position(predictions([""]).set_column(5, "error", pa.array(["x.parquet: damaged"])), *failure_positions())
+    row = predictions([""])
+    failure = with_position(row.set_column(row.schema.get_field_index("error"), "error", pa.array(["x.parquet: damaged"])),
+                            *failure_positions())
     with pytest.raises(DataError, match=r"^x\.parquet: damaged$"):
         PartCollector(parts, files).add(pa.concat_tables([block(0, 0, 6), failure]))
     assert pq.read_table(tmp_path / "out" / parts.name(files[0])).column("id").to_pylist() == [f"f0-{i}" for i in range(6)]

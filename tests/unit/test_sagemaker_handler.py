@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
-from job.rows import OUTPUT_SCHEMA
+from job.rows import output_schema
 from runners.sagemaker.serving import codecs, handler
 from job.stages import Classify, Preprocess
 from tests.common.datasets import BAD_REASONS, mixed_rows
@@ -29,7 +29,7 @@ def test_round_trip_matches_the_shared_stages(model):
     data = handler.input_fn(shard_body(rows), codecs.PARQUET)
     body, content_type = handler.output_fn(handler.predict_fn(data, model), codecs.PARQUET)
     got = pq.read_table(io.BytesIO(body))
-    assert content_type == codecs.PARQUET and got.schema.equals(OUTPUT_SCHEMA, check_metadata=False)
+    assert content_type == codecs.PARQUET and got.schema.equals(output_schema(model.execution), check_metadata=False)
     assert got.column("id").to_pylist() == [i for i, _ in rows]
     # The same rows through Preprocess/Classify as Ray calls them: the handler adds nothing.
     config = JobConfig(input=None, output=None, weights="random", topk=3, decode="cpu")
@@ -43,11 +43,11 @@ def test_round_trip_matches_the_shared_stages(model):
     assert {f"bad-{name}" for name in BAD_REASONS} == set(errors)
 
 
-def test_unknown_content_type_is_a_named_error():
+def test_unknown_content_type_is_a_named_error(model):
     with pytest.raises(codecs.UnsupportedContentTypeError, match="text/csv.*application/x-parquet"):
         handler.input_fn(b"a,b\n", "text/csv")
     with pytest.raises(codecs.UnsupportedContentTypeError, match="accept 'application/json'"):
-        handler.output_fn(OUTPUT_SCHEMA.empty_table(), "application/json")
+        handler.output_fn(output_schema(model.execution).empty_table(), "application/json")
 
 
 def test_undecodable_body_and_missing_column(model):

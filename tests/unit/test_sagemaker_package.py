@@ -40,7 +40,7 @@ def test_package_layout_and_handler_loads_from_code_alone(tmp_path):
     assert "code/inference.py" not in names and "model.pth" not in names and not any("__pycache__" in n for n in names)
     assert "code/requirements.txt" not in names, "--local runs here: nothing to install"
     model = package.unpack(tar, str(tmp_path / "model"))
-    assert json.load(open(f"{model}/serving.json"))["weights"] == "random"
+    assert json.load(open(f"{model}/serving.json"))["execution"]["model"]["weights"] == "random"
     repo, code = os.getcwd(), f"{model}/code"
     result = subprocess.run([sys.executable, "-c", LOAD.format(repo=repo, code=code, model=model)], cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": code}, capture_output=True, text=True, timeout=120)
@@ -69,17 +69,26 @@ def test_aws_archive_installs_its_requirements_with_no_index(tmp_path):
     assert f"Would install pyarrow-{version('pyarrow')}" in done.stdout
 
 
-def test_user_weights_travel_as_a_state_dict(tmp_path):
+def test_user_weights_travel_with_their_names_recipe_and_architecture(tmp_path):
+    import hashlib
+
     import torch
 
-    from inference import load_model
+    from tests.common.checkpoints import fine_tuned_checkpoint
 
-    weights = tmp_path / "weights.pth"
-    torch.save(load_model("random").module.state_dict(), weights)
-    config = JobConfig(input=None, output=None, weights=str(weights))
+    names = [f"kind {i}" for i in range(10)]
+    reference = fine_tuned_checkpoint(tmp_path / "ddp.pt", 10, "ddp", class_names=names, recipe={"resize": 256})
+    config = JobConfig(input=None, output=None, weights=str(tmp_path / "ddp.pt"), crop=200, embeddings="with")
     tar = package.build_model_tar(config, cpu_execution(config), str(tmp_path))
-    model = handler.model_fn(package.unpack(tar, str(tmp_path / "model")))
-    assert model.config.weights == f"{tmp_path}/model/model.pth"
-    reference = load_model("random").module.state_dict()
+    unpacked = package.unpack(tar, str(tmp_path / "model"))
+    saved = torch.load(f"{unpacked}/model.pth", weights_only=True)  # one file a reader can use alone
+    assert (saved["class_names"], saved["recipe"]["resize"], saved["recipe"]["crop"]) == (names, 256, 200)
+    archived = json.load(open(f"{unpacked}/serving.json"))["execution"]["model"]
+    assert (archived["arch"], archived["weights"], archived["num_classes"]) == ("resnet50", "model.pth", 10)
+    assert archived["weights_sha256"] == hashlib.sha256(open(f"{unpacked}/model.pth", "rb").read()).hexdigest()
+    model = handler.model_fn(unpacked)
+    assert model.config.weights == f"{tmp_path}/model/model.pth" and model.execution.model.class_names == tuple(names)
+    assert model.execution.recipe.to_dict() == {**saved["recipe"]} and model.execution.embeddings == "float16"
     loaded = model.classify.predictor._model.state_dict()  # the network split into body and head (embeddings)
-    assert torch.equal(loaded["head.weight"], reference["fc.weight"]) and torch.equal(loaded["body.conv1.weight"], reference["conv1.weight"])
+    expected = reference.state_dict()
+    assert torch.equal(loaded["head.weight"], expected["fc.weight"]) and torch.equal(loaded["body.conv1.weight"], expected["conv1.weight"])

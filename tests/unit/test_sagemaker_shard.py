@@ -10,12 +10,13 @@ import pytest
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.rows import OUTPUT_SCHEMA
+from job.rows import output_schema
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
 from job.plan import plan_input
 from storage import resolve
+from tests.common.plans import cpu_execution
 
 
 def _write_blobs(directory, sizes: list[int]) -> list[str]:
@@ -63,14 +64,16 @@ def test_assembly_keeps_every_row_of_a_shard_without_out(tmp_path):
     os.makedirs(tmp_path / "in"), os.makedirs(tmp_path / "out")
     for name, ids in {"a.parquet": ["1", "2"], "b.parquet": ["3"], "c.parquet": ["4"]}.items():
         pq.write_table(pa.table({"id": ids, "image": [b"x"] * len(ids)}), tmp_path / "in" / name)
-    good = pa.table({"id": ["1", "2"], "label": [3, 4], "score": [0.5, 0.25], "topk_labels": [[3], [4]],
-                     "topk_scores": [[0.5], [0.25]], "error": [None, None]}, schema=OUTPUT_SCHEMA)
+    schema = output_schema(cpu_execution(JobConfig(input=None, output=None, weights="random")))
+    good = pa.table({"id": ["1", "2"], "label": [3, 4], "label_name": [None, None], "score": [0.5, 0.25],
+                     "topk_labels": [[3], [4]], "topk_label_names": [None, None], "topk_scores": [[0.5], [0.25]],
+                     "error": [None, None]}, schema=schema)
     pq.write_table(good, tmp_path / "out" / "a.parquet.out")
     pq.write_table(good.slice(0, 1), tmp_path / "out" / "c.parquet.out")  # wrong ids for shard c
     # Two input files: the first became shards a and b, the second shard c and an image too big to send.
     files = [FileShards(["a.parquet", "b.parquet"]), FileShards(["c.parquet"], {"5": "too big"})]
     written: dict[int, list[dict]] = {}
-    failed = assemble(files, shards, outs, lambda index, table: written.setdefault(index, table.to_pylist()),
+    failed = assemble(files, shards, outs, lambda index, table: written.setdefault(index, table.to_pylist()), schema,
                       failures={"b.parquet": "HTTP 500: boom"})
     assert failed == ["b.parquet", "c.parquet"]
     assert [[r["id"] for r in written[i]] for i in (0, 1)] == [["1", "2", "3"], ["4", "5"]]  # one call per input file

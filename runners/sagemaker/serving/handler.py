@@ -3,32 +3,35 @@
 Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``inference``,
 ``storage`` and ``runners`` packages, so the container runs exactly the code Ray and Spark
 run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.rows``.
-The PyTorch container's default ``model_fn`` loads only TorchScript; ours loads the state
-dict ``model.pth`` from the model dir, or random weights when ``serving.json`` says so, and
-runs the driver's plan for the job (``job.execution.Execution``) that ``serving.json`` carries:
-the container decides nothing the driver already decided.
+The PyTorch container's default ``model_fn`` loads only TorchScript; ours runs the driver's
+plan for the job (``job.execution.Execution``) that ``serving.json`` carries, model included
+(architecture, class names, recipe; its weights ``model.pth`` in the model dir, or seeded
+random ones): the container decides nothing the driver already decided.
 
 A request is one Parquet shard with an ``id`` column and the image column (see
-``runners.sagemaker.shard``); the response is Parquet in ``job.rows.OUTPUT_SCHEMA``.
+``runners.sagemaker.shard``); the response is Parquet in the job's ``job.rows.output_schema``:
+the same columns as every engine writes (class names, embeddings).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from inference.names import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Execution
-from job.rows import OUTPUT_SCHEMA
+from job.rows import output_schema
 from job.stages import Classify, Preprocess
 from runners.sagemaker.serving import codecs
 
-SERVING_CONFIG = "serving.json"  # {"config": the job options it needs, "weights", "execution": the plan}; package.py writes it
-WEIGHTS_FILE = "model.pth"  # state dict; absent when serving.json says weights "random"
+SERVING_CONFIG = "serving.json"  # {"config": the job options it needs, "execution": the plan, model included}; package.py writes it
+WEIGHTS_FILE = "model.pth"  # {"state_dict", "class_names", "recipe"}; absent for weights "random"
 ID_COLUMN = "id"  # shards always carry their ids in this column
 
 
@@ -45,11 +48,14 @@ def model_fn(model_dir: str) -> ServingModel:
     with open(os.path.join(model_dir, SERVING_CONFIG)) as f:
         serving = json.load(f)
     options = serving["config"]
-    weights = serving["weights"] if serving["weights"] == "random" else os.path.join(model_dir, WEIGHTS_FILE)
-    raw_shape = options.pop("raw_shape", None)
-    config = JobConfig(input=None, output=None, weights=weights, id_column=ID_COLUMN,
-                       raw_shape=tuple(raw_shape) if raw_shape else None, **options)
     execution = Execution.from_dict(serving["execution"])
+    model = execution.model
+    if model.weights != RANDOM_WEIGHTS:  # the archive's own file, named relative to the model dir
+        model = dataclasses.replace(model, weights=os.path.join(model_dir, model.weights))
+        execution = dataclasses.replace(execution, model=model)
+    raw_shape = options.pop("raw_shape", None)
+    config = JobConfig(input=None, output=None, weights=model.weights, id_column=ID_COLUMN,
+                       raw_shape=tuple(raw_shape) if raw_shape else None, **options)
     return ServingModel(config, execution, Preprocess(config, execution), Classify(config, execution))
 
 
@@ -63,14 +69,15 @@ def predict_fn(data: pa.Table, model: ServingModel) -> pa.Table:
     for column in (ID_COLUMN, model.config.image_column):
         if column not in data.schema.names:
             raise codecs.UndecodableInputError(f"request has no {column!r} column (columns: {', '.join(data.schema.names)})")
-    parts = [OUTPUT_SCHEMA.empty_table()]
+    schema = output_schema(model.execution)
+    parts = [schema.empty_table()]
     for batch in data.to_batches(max_chunksize=model.execution.batch_size):
         ids = batch.column(ID_COLUMN).cast(pa.string()).to_pylist()
         try:
             pixels = model.preprocess(ids, batch)
         except JobError as e:  # e.g. an image column of the wrong type: the request's fault, a 4xx
             raise codecs.UndecodableInputError(str(e)) from e
-        parts.append(model.classify(pixels).select(OUTPUT_SCHEMA.names))
+        parts.append(model.classify(pixels).select(schema.names))
     return pa.concat_tables(parts)
 
 
