@@ -32,7 +32,7 @@ class Footer:
 class InputColumns:
     id_column: str | None  # None: the first file has no such column; ids are "<file name>:<row>"
     shape_columns: bool  # raw pixels sized per row by SHAPE_COLUMNS
-    ids_as_text: bool  # some file's ids are text: integer ids are compared as the text the output holds
+    ids_as_text: bool  # some file's ids are text (or ids are positional): integer ids are compared as the text the output holds
 
 
 def check_columns(
@@ -52,7 +52,8 @@ def check_columns(
             _check_id_type(where, footer.schema.field(ids))
         if shape_columns:
             _check_shape_columns(where, footer.schema, location.uri_of(footers[0].path))
-    as_text = ids is not None and not all(_is_integer(f.schema.field(ids).type) for f in footers)
+    # Positional ids ("<file name>:<row>") are text too: the final check hashes them as such.
+    as_text = ids is None or not all(_is_integer(f.schema.field(ids).type) for f in footers)
     return InputColumns(ids, shape_columns, as_text)
 
 

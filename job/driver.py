@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from job import prefix, report, sample
 from job.config import JobConfig
+from job.data_files import list_data_files
 from job.errors import JobError
 from job.execution import Devices, Execution, decide, model_for
 from job.finish import finish_job
@@ -143,6 +144,7 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     config = _with_defaults(config)
     model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
     source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
+    listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched
     require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.
@@ -152,8 +154,8 @@ def prepare_job(config: JobConfig) -> PreparedJob:
         holding.enter_context(lease.held())
         previous = _continued(output, config)
         snapshot = Snapshot.from_dict(previous.table) if previous is not None else None
-        plan = plan_input(source, config, *((unchanged_files(snapshot, source.path), columns_of(snapshot.columns))
-                                           if snapshot is not None else ()))
+        unchanged, columns = (unchanged_files(snapshot, source.path), columns_of(snapshot.columns)) if snapshot is not None else (None, None)
+        plan = plan_input(source, config, unchanged, columns, listing)
         job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), previous)
         job.state = prefix.prepare_output(output, config, {job.part_name(f.path): f for f in plan.files}, previous)
         if job.pending.files:

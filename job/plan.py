@@ -63,14 +63,16 @@ class InputPlan:
 
 
 def plan_input(location: Location, config: JobConfig, unchanged: Mapping[str, InputFile] | None = None,
-               columns: InputColumns | None = None) -> InputPlan:
+               columns: InputColumns | None = None, listing: Mapping[str, FileIdentity] | None = None) -> InputPlan:
     """List and check the input (JobError, one line, on a problem), before any work is scheduled.
 
     ``unchanged`` and ``columns``: the files an earlier run already covered (an incremental run,
     by path) and the columns it read: a file the listing shows with the same identity is kept
     without reading its footer again; the others are checked, and must have those columns.
+    ``listing``: the input's ``list_data_files``, when the caller listed it already (the driver
+    lists before it touches the output, so a missing input never leaves a trace there).
     """
-    listing = list_data_files(location)
+    listing = list_data_files(location) if listing is None else listing
     unchanged = unchanged or {}
     kept = {path: unchanged[path] for path in listing if path in unchanged and unchanged[path].identity == listing[path]}
     to_check = [path for path in listing if path not in kept]

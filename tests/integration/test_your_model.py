@@ -155,7 +155,7 @@ def test_resume_refuses_other_names_or_another_recipe(case, outputs, tmp_path, c
     if named is None:
         assert code == 0 and json.loads((interrupted / MANIFEST).read_text())["input_files"]["run"] == 0
         return
-    assert code == 2 and err.count("\n") == 1 and "--resume:" in err and f"other options ({named}" in err, err
+    assert code == 2 and err.count("\n") == 1 and f"other options ({named}" in err, err
     assert not (interrupted / MANIFEST).exists()
 
 
