@@ -30,7 +30,11 @@ from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
-import ray
+
+from runners import require_extra
+
+require_extra("ray", __name__)  # before ray's import: a missing extra is one line, not a traceback
+import ray  # noqa: E402
 
 from job.cli import positive_int
 from job.config import JobConfig

@@ -22,7 +22,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from job.config import JobConfig
+from runners import require_extra
+
+require_extra("sagemaker", __name__)  # before the SDK's and toolkit's imports: a missing extra is one line
+
+from job.config import JobConfig  # noqa: E402
 from job.driver import EngineRun, Job
 from job.engine import Engine
 from job.errors import JobError

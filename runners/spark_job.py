@@ -21,7 +21,11 @@ import re
 import sys
 
 import pyarrow as pa
-from pyspark.errors import PythonException
+
+from runners import require_extra
+
+require_extra("spark", __name__)  # before pyspark's import: a missing extra is one line, not a traceback
+from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.pandas.types import from_arrow_schema

@@ -36,7 +36,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inference import choose_device, load_model
+from runners import ENGINES, MissingExtra, engine, missing_extra, require_extra
+
+require_extra("compare", __name__)  # before matplotlib's import (runners.compare.report)
+
+from inference import choose_device, load_model  # noqa: E402
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE, LoadedModel
 from job import report, sample
@@ -53,8 +57,8 @@ from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, t
 from runners.compare import report as compare_report
 from runners.compare.parity import Parity, check_parity, read_outcomes
 from runners.compare.prices import DEFAULT_TABLE, engine_prices
-from runners import ENGINES, engine
 from storage import resolve
+
 STAGES = ("jobs", "preprocess", "all")
 PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
 PREPROCESS_REPEATS = 3
@@ -95,6 +99,10 @@ def parse_engines(text: str) -> list[str]:
     unknown = [e for e in engines if e not in ENGINES]
     if unknown or not engines or len(set(engines)) != len(engines):
         raise JobError(f"--engines must name each of {', '.join(ENGINES)} at most once, got {text!r}")
+    for name in engines:  # before any engine runs: each needs its extra here, in this Python
+        error = missing_extra(ENGINES[name].extra)
+        if error is not None:
+            raise MissingExtra(f"--engines {name}: {error} (or drop {name} from --engines)")
     return engines
 
 
