@@ -8,3 +8,12 @@
 Nothing is imported here: ``python -m runners.compare`` imports this package before
 ``__main__``, which first checks the [compare] extra (matplotlib) is installed.
 """
+
+
+def __getattr__(name: str) -> object:
+    """``runners.compare.main`` and ``Comparison``, imported from ``command`` when first asked for."""
+    if name in ("Comparison", "main"):
+        from runners.compare import command
+
+        return getattr(command, name)
+    raise AttributeError(f"module 'runners.compare' has no attribute {name!r}")

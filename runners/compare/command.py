@@ -63,6 +63,7 @@ STAGES = ("jobs", "preprocess", "all")
 PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
 PREPROCESS_REPEATS = 3
 EXIT_DISAGREE = 1  # an engine failed or the outputs disagree
+ERROR_PREFIX = "error: "  # how every command's one line for a refused job begins (job.cli.run_main)
 
 
 @dataclass
@@ -174,10 +175,27 @@ def run_engine(name: str, config: JobConfig, report_dir: str, extra: Sequence[st
     argv = [sys.executable, "-m", chosen.module, *config_to_argv(dataclasses.replace(config, output=output)),
             *chosen.compare_options, *extra]
     print(f"== {name}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
-    code = subprocess.run(argv, check=False).returncode
+    code, reason = run_passing_stderr(argv)
     if code != 0:
-        return None, f"exit code {code}"
+        return None, f"exit code {code}" + (f": {reason}" if reason else "")
     return read_manifest(resolve(output)), None
+
+
+def run_passing_stderr(argv: Sequence[str]) -> tuple[int, str | None]:
+    """Run ``argv``, its stderr passed on line by line as it comes; returns its exit code and why it failed.
+
+    Why: its last ``error: ...`` line (every command's one line for what the user can fix),
+    else its last line (a traceback's ends with the exception).
+    """
+    last, reason = None, None
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1) as process:
+        for line in process.stderr:
+            sys.stderr.write(line)
+            if line.strip():
+                last = line.strip()
+            if line.startswith(ERROR_PREFIX):
+                reason = line.strip()[len(ERROR_PREFIX):]
+    return process.returncode, reason or last
 
 
 def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,

@@ -112,7 +112,8 @@ def _engines_table(runs: list[dict]) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         if r["failed"]:
-            lines.append(f"| {r['engine']} | failed: {r['failed']} | | | | | | | | | | |")
+            why = r["failed"].replace("|", "\\|")  # the engine's own line may hold a table's separator
+            lines.append(f"| {r['engine']} | failed: {why} | | | | | | | | | | |")
             continue
         ratio = f"{r['model_only_ratio']:.0%}" if r["model_only_ratio"] is not None else "-"
         busy = f"{r['device_busy_fraction']:.0%}" if r.get("device_busy_fraction") is not None else "-"
