@@ -65,6 +65,10 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                             "compile (inference/compile.py); compiled runs are not yet measured on a GPU")
     model.add_argument("--no-compile", dest="compile", action="store_const", const="off", help="the same as --compile off")
     model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
+    shown = parser.add_argument_group("what the command prints")
+    shown.add_argument("--verbose", action="store_true",
+                       help="the engine's own lines too (Ray's INFO lines, progress bars and workers' output; Spark's "
+                            "warnings); default: the job's lines, its progress display and its summary")
     return parser
 
 

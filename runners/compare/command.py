@@ -202,7 +202,8 @@ def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, repor
                 args: argparse.Namespace, engine_args: dict[str, list[str]]) -> tuple[list[dict], Parity, dict]:
     """Every engine's row, their parity and the model-only ceiling they are measured against."""
     prices = engine_prices(engines, args.price_per_hour, args.instance, args.prices)
-    done = {engine: run_engine(engine, config, report_dir, engine_args[engine]) for engine in engines}
+    shown = ["--verbose"] if args.verbose else []  # a shared option outside JobConfig: what each engine prints
+    done = {engine: run_engine(engine, config, report_dir, [*shown, *engine_args[engine]]) for engine in engines}
     device = choose_device()
     print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
     model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,

@@ -11,6 +11,7 @@ which commits the file's part atomically); ``job.driver.finish_job`` then verifi
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -32,41 +33,45 @@ def assemble(
     out_location: Location,
     write: Callable[[int, pa.Table], object],
     failures: Mapping[str, str] | None = None,
+    shard_done: Callable[[float, int], object] | None = None,
 ) -> list[str]:
     """Call ``write(index, rows)`` once per input file with all its output rows.
 
     Returns the shards that had no usable ``.out`` (their rows are error rows).
 
     ``failures`` maps a shard name to why it failed, when known (the local transform knows;
-    on AWS the reason is in CloudWatch).
+    on AWS the reason is in CloudWatch). ``shard_done(when, rows)`` hears of each shard the
+    service finished: when its ``.out`` was written (the object's mtime), the job's timeline.
     """
     failed = []
     for index, file in enumerate(files):
         tables = []
         for shard in file.shards:
             why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
-            table, ok = _shard_output(shard, shard_location, out_location, why)
+            table, written_at = _shard_output(shard, shard_location, out_location, why)
             tables.append(table)
-            failed += [] if ok else [shard]
+            failed += [] if written_at is not None else [shard]
+            if written_at is not None and shard_done is not None:
+                shard_done(written_at, table.num_rows)
         if file.oversized:
             tables.append(error_rows(list(file.oversized), list(file.oversized.values())))
         write(index, pa.concat_tables(tables))
     return failed
 
 
-def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str) -> tuple[pa.Table, bool]:
-    """The shard's output rows, and whether they came from its ``.out``."""
+def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str) -> tuple[pa.Table, float | None]:
+    """The shard's output rows, and when its ``.out`` was written (None: the rows are error rows, no usable ``.out``)."""
     ids = _read(shard_location, shard_location.join(shard), columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
     out_path = out_location.join(shard + OUT_SUFFIX)
     with storage_errors(out_location.uri_of(out_path)):
-        missing = out_location.filesystem.get_file_info(out_path).type == pafs.FileType.NotFound
-    if missing:
-        return error_rows(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids)), False
+        info = out_location.filesystem.get_file_info(out_path)
+    if info.type == pafs.FileType.NotFound:
+        return error_rows(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids)), None
     table = _read(out_location, out_path)
     if not table.schema.equals(OUTPUT_SCHEMA, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
         reason = f"{shard}{OUT_SUFFIX} does not hold one output row per shard row (schema {table.schema.names}, {table.num_rows} rows for {len(ids)} ids)"
-        return error_rows(ids, [reason] * len(ids)), False
-    return table.cast(OUTPUT_SCHEMA), True
+        return error_rows(ids, [reason] * len(ids)), None
+    return table.cast(OUTPUT_SCHEMA), info.mtime.timestamp() if info.mtime is not None else time.time()
 
 
 def error_rows(ids: Sequence[str], errors: Sequence[str]) -> pa.Table:

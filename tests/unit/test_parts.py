@@ -32,3 +32,19 @@ def test_rows_arriving_interleaved_and_twice_commit_each_file_once_in_input_orde
     for index in (0, 1):
         ids = pq.read_table(tmp_path / "out" / parts.name(files[index])).column("id").to_pylist()
         assert ids == [f"f{index}-{i}" for i in range(6)]  # whole, each row once, in input order
+
+
+def test_progress_counts_each_new_row_once_per_model_call_at_its_stamp(tmp_path):
+    """A Ray block holds the rows of several model calls: each call is one event, at the model's time."""
+    import pyarrow as pa
+
+    from job.timeline import MODEL_DONE_AT
+
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    collector = PartCollector(parts, files)
+    stamped = block(0, 0, 4).append_column(MODEL_DONE_AT, pa.array([1.0, 1.0, 2.0, 2.0]))
+    collector.add(stamped)
+    collector.add(stamped)  # re-executed: no new rows, no event
+    collector.add(block(0, 3, 3).append_column(MODEL_DONE_AT, pa.array([3.0, 3.0, 3.0])))  # row 3 seen before
+    assert collector.progress == [(1.0, 2), (2.0, 2), (3.0, 2)]
