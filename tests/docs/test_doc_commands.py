@@ -103,6 +103,8 @@ class DocShell:
         self.done.add(text)
         if plan.expect:
             assert plan.expect in output, f"{text}\n{output[-3000:]}"
+        shown = [word for word in plan.absent if word in output]
+        assert not shown, f"{text}: {shown}\n{output[-3000:]}"
         return output
 
     def _bash(self, command: str, env: dict[str, str]) -> str:
