@@ -90,7 +90,7 @@ RUNS: dict[str, Run] = {
     "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --output /tmp/sm-bench-out-1 "
     "--max-concurrent-transforms 1": Run(needs=(SM_BENCH,), slow=True),
     "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --output /tmp/sm-bench-out-2 "
-    "--max-concurrent-transforms 2": Run(needs=(SM_BENCH,), expect="sagemaker: 16 images"),
+    "--max-concurrent-transforms 2": Run(needs=(SM_BENCH,), expect="sagemaker: 16 images", slow=True),
     "python -m benchmarks.id_check_bench --ids 5000000 --files 50": Run(small={"--ids 5000000 --files 50": "--ids 20000 --files 4"}),
     "python -m benchmarks.memory_bench --engine ray --images 128 --address local": Run(small={"--images 128": "--images 8"}, slow=True),
     "python -m benchmarks.memory_bench --engine spark --images 128 --master \"local[2,2]\"": Run(small={"--images 128": "--images 8"},
@@ -107,7 +107,8 @@ RUNS: dict[str, Run] = {
     # docs/SAGEMAKER.md, docs/SPARK.md, docs/DEPLOY.md
     "python -m runners.sagemaker_job --local --weights random --input ./images --output ./preds": Run(
         before="python -m runners.make_dataset --output ./images --images 4", expect="sagemaker: 4 images"),
-    "python -m runners.spark_job": Run(expect="spark: 50 images (48 predicted, 2 errors)"),
+    # Slow for its JVM's start (over a minute on 2 shared cores); tests/integration runs Spark throughout.
+    "python -m runners.spark_job": Run(expect="spark: 50 images (48 predicted, 2 errors)", slow=True),
     "python -m runners.spark_job --input s3://bucket/images/ --output s3://bucket/preds/": Run(
         before="python -m runners.make_dataset --output s3://bucket/images/ --images 4", expect="spark: 4 images", slow=True),
     # The wheel Databricks installs (setuptools, the build backend, comes from the package index).
@@ -124,6 +125,7 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/setup.sh": Skip("CI runs it first (scripts/test.sh); it installs Java and two virtualenvs"),
     "bash scripts/test.sh": THE_SUITE,
     "bash scripts/test.sh tests/unit": THE_SUITE,
+    "bash scripts/test.sh -m slow tests/docs": Skip("this test's own slow part"),
     "python -m pytest tests/deploy": THE_SUITE,
     "bash scripts/spark_runtimes.sh": Skip("a virtualenv per Databricks runtime and the Spark tests in each: about 4.5 minutes "
                                            "a runtime (whether CI runs it is the integrator's choice)"),
