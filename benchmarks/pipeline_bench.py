@@ -34,7 +34,7 @@ from job.execution import Execution
 from job.parts import with_position
 from job.rows import prediction_table
 from job.stages import Batch, PixelBatch
-from job.timeline import DEVICE_SECONDS
+from job.timeline import with_model_time
 from runners import make_dataset, ray_job
 from runners.ray.blocks import batch_of
 from runners.ray.cluster import RaySession, plan_scaling
@@ -56,9 +56,8 @@ class HoldingClassify:
         batch = batch_of(block, self.crop)
         started = time.perf_counter()
         time.sleep(self.hold_seconds * len(batch.ids) / MODEL_BATCH)
-        table = placeholder_rows(batch, self.execution, self.random)
-        seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
-        return table.append_column(DEVICE_SECONDS, pa.array(seconds))
+        # Stamped as job.stages.Classify stamps its rows: the timeline's events are these calls.
+        return with_model_time(placeholder_rows(batch, self.execution, self.random), time.perf_counter() - started)
 
 
 def placeholder_rows(batch: Batch, execution: Execution, random: np.random.Generator) -> pa.Table:

@@ -93,6 +93,10 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     recipe.add_argument("--crop", type=positive_int(), help="square centre crop fed to the model, in pixels")
     recipe.add_argument("--mean", type=_rgb, metavar="R,G,B", help="per-channel mean of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
     recipe.add_argument("--std", type=_rgb, metavar="R,G,B", help="per-channel std of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+    shown = parser.add_argument_group("what the command prints")
+    shown.add_argument("--verbose", action="store_true",
+                       help="the engine's own lines too (Ray's INFO lines, progress bars and workers' output; Spark's "
+                            "warnings); default: the job's lines, its progress display and its summary")
     return parser
 
 

@@ -36,7 +36,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from job import prefix, report, sample
+from job import prefix, progress, report, sample
 from job.config import JobConfig
 from job.data_files import list_data_files
 from job.errors import JobError
@@ -127,12 +127,20 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
                 job = decide_job(prepared, engine, session.devices())
                 if prepared.nothing_to_do:
                     return prepared.state.finished.to_dict()
-                began = time.perf_counter()
-                run = engine.execute(job, session, args) if job.pending.files else EngineRun(settings={})
-                seconds = time.perf_counter() - began if job.pending.files else 0.0
+                run, seconds = _execute(engine, job, session, args)
             manifest = finish_job(prepared, job, engine, seconds, run, started_at)
     report.print_summary(manifest)
     return manifest.to_dict()
+
+
+def _execute(engine: Engine, job: Job, session: object, args: argparse.Namespace) -> tuple[EngineRun, float]:
+    """The engine's run of the pending files, timed, with the progress display open (``job.progress``)."""
+    if not job.pending.files:
+        return EngineRun(settings={}), 0.0
+    began = time.perf_counter()
+    with progress.showing(engine.name, job.pending.rows):
+        run = engine.execute(job, session, args)
+    return run, time.perf_counter() - began
 
 
 def prepare_job(config: JobConfig) -> PreparedJob:

@@ -39,10 +39,11 @@ class InputFiles:
 class Timeline:
     """Where the wall time went; None where the engine could not see it."""
 
-    startup_seconds: float | None  # process start -> the first prediction reached the driver (or a part was committed)
+    startup_seconds: float | None  # command start -> the first model batch done (SageMaker: the first shard's .out)
     steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
     device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
     wall_seconds: float  # process start -> the manifest: everything the command took
+    events: int | None = None  # progress events the figures come from (model batches, shards); None: an older manifest
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import hashlib
 import json
 import posixpath
 import re
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,11 +34,13 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from job import progress
 from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
 from job.plan import InputFile, InputPlan
 from job.rows import EMBEDDING
+from job.timeline import progress_events
 from storage import Location, storage_errors
 
 STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
@@ -148,16 +149,17 @@ class _FileRows:
         self.seen = np.zeros(rows, dtype=bool)
         self.tables: list[pa.Table] = []
 
-    def add(self, table: pa.Table) -> int:
-        """Keep the rows at positions not seen yet; returns how many that was."""
+    def add(self, table: pa.Table) -> pa.Table:
+        """Keep the rows at positions not seen yet; returns them."""
         rows = table.column(ROW).to_numpy()
         _, first = np.unique(rows, return_index=True)  # a position twice within one batch counts once
         keep = np.zeros(len(rows), dtype=bool)
         keep[first] = ~self.seen[rows[first]]
         self.seen[rows[keep]] = True
-        if keep.any():
-            self.tables.append(table.filter(pa.array(keep)))
-        return int(keep.sum())
+        kept = table.filter(pa.array(keep))
+        if kept.num_rows:
+            self.tables.append(kept)
+        return kept
 
     @property
     def complete(self) -> bool:
@@ -178,14 +180,14 @@ class PartCollector:
         self.files = files  # the plan's files, indexed by the FILE column
         self.open: dict[int, _FileRows] = {}
         self.committed: set[int] = set()
-        self.progress: list[tuple[float, int]] = []  # (wall time, rows that were new): the job's timeline
+        self.progress: list[tuple[float, int]] = []  # (when the model did them, rows that were new): the job's timeline
 
     def add(self, table: pa.Table) -> list[tuple[str, int]]:
         """Take rows (with FILE and ROW columns); returns (name, rows) of the parts this committed.
 
         Raises the ``DataError`` a ``FAILED`` row carries, after committing what the other rows complete.
         """
-        done, new_rows = [], 0
+        done, new = [], []
         for index in np.unique(table.column(FILE).to_numpy()).tolist():
             if index == FAILED:
                 continue  # raised below, once the rows beside it are in
@@ -194,13 +196,15 @@ class PartCollector:
             rows = table.filter(pc.equal(table.column(FILE), index))
             file = self.files[index]
             pending = self.open.setdefault(index, _FileRows(file.rows))
-            new_rows += pending.add(rows)
+            new.append(pending.add(rows))
             if pending.complete:
                 done.append((self.parts.write(file, pending.table()), file.rows))
                 del self.open[index]
                 self.committed.add(index)
-        if new_rows:
-            self.progress.append((time.time(), new_rows))
+        # When the model did them, per model call (Ray's driver sees them later, several calls a block).
+        events = progress_events(pa.concat_tables(new)) if new else []
+        self.progress += events
+        progress.advance(sum(rows for _, rows in events))  # the display, on a driver (Ray, local); nothing in an executor
         failed = table.filter(pc.equal(table.column(FILE), FAILED)).column("error")
         if len(failed):
             raise DataError(failed[0].as_py())

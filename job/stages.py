@@ -30,7 +30,7 @@ from job.execution import Execution
 from job.parts import failure_positions, positions, with_position
 from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.rows import prediction_table
-from job.timeline import DEVICE_SECONDS
+from job.timeline import with_model_time
 from preprocess import preprocess_batch
 from preprocess.routed import RoutedBatch, preprocess_routed
 from preprocess.routing import DecodeRouter, DeviceFeedback
@@ -134,14 +134,13 @@ class Classify:
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and
-        the model's time spread over its rows (``DEVICE_SECONDS``: the job's device busy figure)."""
+        the model's time spread over its rows and its end (``job.timeline.with_model_time``: the job's timeline)."""
         started = time.perf_counter()
         if isinstance(batch, SplitBatch):
             table = self._classify_split(batch.ids, batch.routed)
         else:
             table = prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels), self.execution)
-        seconds = np.full(table.num_rows, (time.perf_counter() - started) / max(table.num_rows, 1))
-        table = table.append_column(DEVICE_SECONDS, pa.array(seconds, pa.float64()))
+        table = with_model_time(table, time.perf_counter() - started)
         return table if batch.files is None else with_position(table, batch.files, batch.rows)
 
     def _classify_split(self, ids: Sequence[str], routed: RoutedBatch) -> pa.Table:

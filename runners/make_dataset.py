@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from job.cli import positive_int, run_main
 from job.errors import JobError
 from job.synthetic import FORMATS, Row, SyntheticSpec, write_dataset, write_synthetic
-from storage import resolve
+from storage import require_bucket, resolve
 
 DEFAULT_IMAGES = 256
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -65,6 +65,7 @@ def _size(text: str) -> tuple[int, int]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = get_args_parser().parse_args(argv)
     location = resolve(args.output, args.s3_endpoint_url)
+    require_bucket(location, "--output")  # before any image is made; the command creates no bucket
     if args.from_folder:  # files as they are: reading them is the work, one process does it
         count = write_dataset(location, folder_rows(args.from_folder, args.images), args.rows_per_file)
     else:

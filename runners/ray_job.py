@@ -30,7 +30,11 @@ from contextlib import closing, nullcontext
 
 import numpy as np
 import pyarrow as pa
-import ray
+
+from runners import require_extra
+
+require_extra("ray", __name__)  # before ray's import: a missing extra is one line, not a traceback
+import ray  # noqa: E402
 
 from job.cli import positive_int
 from job.config import JobConfig
@@ -146,7 +150,8 @@ def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify
     scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files))
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
     try:
-        collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
+        with session.running():
+            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
         placement, chosen = placement_summary(helpers[0])
     finally:
         for actor in helpers:
@@ -167,7 +172,7 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
 ENGINE = Engine(
     name="ray", module="runners.ray_job", description=__doc__.splitlines()[0],
     capabilities=Capabilities(),  # every decode mode; auto adapts through runners.ray.feedback
-    add_arguments=add_ray_arguments, start=lambda args: RaySession(args.address), execute=run_on_ray,
+    add_arguments=add_ray_arguments, start=lambda args: RaySession(args.address, args.verbose), execute=run_on_ray,
     packages=("ray",),
     compare_options=("--address", "local"),  # a fresh local Ray, never a cluster that happens to run here
 )

@@ -17,11 +17,15 @@ import argparse
 import dataclasses
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow as pa
 
+from runners import require_extra
+
+require_extra("sagemaker", __name__)  # before the SDK's and toolkit's imports: a missing extra is one line
+
+from job import progress  # noqa: E402
 from job.config import JobConfig
 from job.driver import EngineRun, Job
 from job.engine import Engine
@@ -112,19 +116,20 @@ def transform_and_assemble(job: Job, options: SageMakerOptions, serving_wheels: 
     sharding, failures = run_transform(job, options, staging, serving_wheels)
     if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
         failures = {shard: failures["*"] for shard in sharding.shards}
-    progress: list[tuple[float, int]] = []
+    events: list[tuple[float, int]] = []  # (when a shard's .out was written, its rows): the timeline
 
     def commit(index: int, rows: pa.Table) -> str:
-        name = job.parts.write(job.pending.files[index], rows)
-        progress.append((time.time(), rows.num_rows))
-        return name
+        if not options.local:  # on AWS the display learns of rows only now; --local's counted each response
+            progress.advance(rows.num_rows)
+        return job.parts.write(job.pending.files[index], rows)
 
-    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, job.parts.schema, failures)
+    failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, job.parts.schema, failures,
+                      shard_done=lambda at, rows: events.append((at, rows)))
     with storage_errors(staging.uri):
         staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
     facts = {"shards": len(sharding.shards), "failed_shards": failed}
     # The model runs inside the container, out of the driver's sight: no device figure.
-    return EngineRun(settings={"sagemaker": {**dataclasses.asdict(options), **facts}}, progress=progress,
+    return EngineRun(settings={"sagemaker": {**dataclasses.asdict(options), **facts}}, progress=events,
                      device_seconds=0.0, predictors=0)
 
 

@@ -19,13 +19,22 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
+
+from runners import require_extra
+
+require_extra("spark", __name__)  # before pyspark's import: a missing extra is one line, not a traceback
+from pyspark import Accumulator  # noqa: E402
 from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from job import progress
 from job.cli import positive_int
 from job.config import JobConfig
 from job.driver import EngineRun, Job
@@ -53,6 +62,7 @@ _WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULT
 # deeper queues only hold more memory once decode keeps up.
 DEFAULT_PREFETCH = 1
 FILE_SCHEMA = f"{FILE} int"
+ACCUMULATOR_POLL_SECONDS = 1.0  # how often the progress display reads the tasks' rows
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,20 +99,43 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
     # Arrow batches of one model batch (a runtime SQL setting, on a session the job started only):
     # the Series UDF then sees what the benchmark saw.
     session.tune("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
-    spec = TaskSpec(job, args.prefetch)
+    spec = TaskSpec(job, args.prefetch, rows_done=spark.sparkContext.accumulator(0))
     partitions = args.partitions or len(job.pending.files)
     try:
-        stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
+        with following(spec.rows_done):
+            stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     except PythonException as e:
         raise storage_error_of(e) or e
     failed = [r.error for r in stats if r.error is not None]
     if failed:  # the tasks reported it instead of failing, so Spark did not retry it (runners.spark.udfs.write_parts)
         raise DataError(failed[0])
-    print(f"spark: {len(stats)} parts written, {sum(r.rows for r in stats)} rows", file=sys.stderr)
     settings = {"master": spark.sparkContext.master, "udf": args.udf, "prefetch": args.prefetch, "partitions": partitions,
-                "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
-    return EngineRun(settings={"spark": settings}, progress=[(r.committed_at, r.rows) for r in stats],
+                "parts": sum(r.parts for r in stats), "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
+    return EngineRun(settings={"spark": settings}, progress=[(r.done_at, r.rows) for r in stats],
                      device_seconds=sum(r[DEVICE_SECONDS] for r in stats), predictors=_concurrent_tasks(spark, partitions))
+
+
+@contextmanager
+def following(rows_done: Accumulator) -> Iterator[None]:
+    """While the block runs (the stage's ``collect``), the progress display follows the tasks' rows.
+
+    Spark adds a task's rows to the accumulator when the task succeeds, so the count moves
+    task by task (one task per input file by default).
+    """
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(ACCUMULATOR_POLL_SECONDS):
+            progress.set_done(rows_done.value)
+
+    thread = threading.Thread(target=poll, name="spark-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        progress.set_done(rows_done.value)
 
 
 def _concurrent_tasks(spark: SparkSession, partitions: int) -> int:
@@ -129,7 +162,7 @@ ENGINE = Engine(
     name="spark", module="runners.spark_job", description=__doc__.splitlines()[0],
     # --decode auto adapts in each task: its decode thread and its model share a Python worker.
     capabilities=Capabilities(),
-    add_arguments=add_spark_arguments, start=lambda args: SparkSessionFor(args.master),
+    add_arguments=add_spark_arguments, start=lambda args: SparkSessionFor(args.master, args.verbose),
     execute=lambda job, session, args: run(session, job, args), packages=("pyspark",), check=check_args,
 )
 main, cli = ENGINE.main, ENGINE.cli

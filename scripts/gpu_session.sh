@@ -3,9 +3,9 @@
 # (a session has 30 minutes of device time). Each call writes one JSON row per run, with hardware
 # and versions, under benchmarks/results/, and copies them and its logs to $OUT.
 #
-# Here (with network), once:
-#   GPU_BUNDLE_NVIMGCODEC=1 GPU_BUNDLE_EXTRA="$(cat scripts/gpu_bundle_packages.txt)" ../shared/tools/gpu-bundle.sh
-# On the GPU machine (carry .gpu-bundle):
+# For a GPU machine without a package index, here (with one), once:
+#   GPU_BUNDLE_NVIMGCODEC=1 GPU_BUNDLE_EXTRA="$(cat scripts/gpu_bundle_packages.txt)" bash scripts/gpu_bundle.sh
+# (a GPU machine with an index: `pip install -e ".[ray,gpu,test]"` instead, and no bundle). On the GPU machine:
 #   bash scripts/gpu_session.sh tests   # call 1, ~9 min: GPU tests, the GPU stage piece by piece, the raw-input
 #                                       #   set (16,384 images): Ray whole job + the pipeline meter at 12 ms per 256
 #   bash scripts/gpu_session.sh jobs    # call 2, ~10 min: the 65,536-image JPEG set: Ray and local by --decode
@@ -19,7 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PART=${1:?usage: gpu_session.sh tests|jobs}
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT" /tmp/site
-[ -d /tmp/site/ray ] || tar xJf .gpu-bundle/site.tar.xz -C /tmp/site
+if [ -f .gpu-bundle/site.tar.xz ]; then  # the offline bundle, when there is one (scripts/gpu_bundle.sh)
+  [ -d /tmp/site/ray ] || tar xJf .gpu-bundle/site.tar.xz -C /tmp/site
+fi
 export PYTHONPATH=/tmp/site:$PWD RAY_AUTH_MODE=disabled
 export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}  # nvImageCodec's libnvjpeg
 # One compile cache for the whole session, so the second call's compiles are warm.

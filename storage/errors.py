@@ -17,6 +17,7 @@ _UNAVAILABLE = (
 # (substring of the SDK's message, what it means and what to do). First match wins.
 _HINTS = [
     ("NoSuchBucket", "the bucket does not exist: create it or fix the URI"),
+    ("allow_bucket_creation", "the bucket does not exist: create it or fix the URI"),
     ("NoSuchKey", "the object does not exist: check the URI"),
     ("InvalidAccessKeyId", "S3 does not know these credentials: check AWS_PROFILE / AWS_ACCESS_KEY_ID"),
     ("SignatureDoesNotMatch", "the secret key does not match: check AWS_SECRET_ACCESS_KEY"),
@@ -31,6 +32,8 @@ _HINTS = [
     ("HTTP status 503", _UNAVAILABLE),
 ]
 
+# Advice in pyarrow's messages about options of its own API that our commands do not have.
+_NOT_OURS = ("To create buckets, enable the allow_bucket_creation option.",)
 
 # pyarrow cannot retry a 503 SlowDown whose error body is longer than the byte range it asked
 # for: such a read fails at once with this text, whatever the retry strategy. Reads of one small
@@ -46,10 +49,10 @@ class StorageError(RuntimeError):
 def explain(uri: str, error: BaseException) -> StorageError:
     """A ``StorageError`` for ``uri`` from a pyarrow/SDK exception, with a hint when one is known."""
     message = " ".join(str(error).split())
-    for needle, hint in _HINTS:
-        if needle in message:
-            return StorageError(f"{uri}: {hint} ({_shorten(message)})")
-    return StorageError(f"{uri}: {_shorten(message)}")
+    hint = next((hint for needle, hint in _HINTS if needle in message), None)
+    for advice in _NOT_OURS:
+        message = message.replace(advice, "").strip()
+    return StorageError(f"{uri}: {hint} ({_shorten(message)})" if hint else f"{uri}: {_shorten(message)}")
 
 
 @contextlib.contextmanager

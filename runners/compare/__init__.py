@@ -4,8 +4,16 @@
 - ``parity``: do several engines' outputs agree row by row.
 - ``prices``: dollars per hour per engine (``prices.json``, shipped with the package).
 - ``report``: results.json, results.md and chart.png.
+
+Nothing is imported here: ``python -m runners.compare`` imports this package before
+``__main__``, which first checks the [compare] extra (matplotlib) is installed.
 """
 
-from runners.compare.command import Comparison, main
 
-__all__ = ["Comparison", "main"]
+def __getattr__(name: str) -> object:
+    """``runners.compare.main`` and ``Comparison``, imported from ``command`` when first asked for."""
+    if name in ("Comparison", "main"):
+        from runners.compare import command
+
+        return getattr(command, name)
+    raise AttributeError(f"module 'runners.compare' has no attribute {name!r}")

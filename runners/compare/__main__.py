@@ -2,6 +2,9 @@
 
 import sys
 
-from runners.compare.command import cli
+from runners import require_extra
+
+require_extra("compare", __name__)  # before matplotlib's import: a missing extra is one line, not a traceback
+from runners.compare.command import cli  # noqa: E402
 
 sys.exit(cli())

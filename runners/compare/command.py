@@ -36,7 +36,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inference import ModelSpec, choose_device, load_model
+from runners import ENGINES, MissingExtra, engine, missing_extra, require_extra
+
+require_extra("compare", __name__)  # before matplotlib's import (runners.compare.report)
+
+from inference import ModelSpec, choose_device, load_model  # noqa: E402
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE, LoadedModel
 from job import report, sample
@@ -52,12 +56,13 @@ from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, t
 from runners.compare import report as compare_report
 from runners.compare.parity import Parity, check_parity, read_outcomes
 from runners.compare.prices import DEFAULT_TABLE, engine_prices
-from runners import ENGINES, engine
 from storage import resolve
+
 STAGES = ("jobs", "preprocess", "all")
 PREPROCESS_MAX_IMAGES = 512  # the preprocessing stage holds the encoded images in memory
 PREPROCESS_REPEATS = 3
 EXIT_DISAGREE = 1  # an engine failed or the outputs disagree
+ERROR_PREFIX = "error: "  # how every command's one line for a refused job begins (job.cli.run_main)
 
 
 @dataclass
@@ -94,6 +99,10 @@ def parse_engines(text: str) -> list[str]:
     unknown = [e for e in engines if e not in ENGINES]
     if unknown or not engines or len(set(engines)) != len(engines):
         raise JobError(f"--engines must name each of {', '.join(ENGINES)} at most once, got {text!r}")
+    for name in engines:  # before any engine runs: each needs its extra here, in this Python
+        error = missing_extra(ENGINES[name].extra)
+        if error is not None:
+            raise MissingExtra(f"--engines {name}: {error} (or drop {name} from --engines)")
     return engines
 
 
@@ -165,17 +174,35 @@ def run_engine(name: str, config: JobConfig, report_dir: str, extra: Sequence[st
     argv = [sys.executable, "-m", chosen.module, *config_to_argv(dataclasses.replace(config, output=output)),
             *chosen.compare_options, *extra]
     print(f"== {name}: {shlex.join(['python', *argv[1:]])}", file=sys.stderr, flush=True)
-    code = subprocess.run(argv, check=False).returncode
+    code, reason = run_passing_stderr(argv)
     if code != 0:
-        return None, f"exit code {code}"
+        return None, f"exit code {code}" + (f": {reason}" if reason else "")
     return read_manifest(resolve(output)), None
+
+
+def run_passing_stderr(argv: Sequence[str]) -> tuple[int, str | None]:
+    """Run ``argv``, its stderr passed on line by line as it comes; returns its exit code and why it failed.
+
+    Why: its last ``error: ...`` line (every command's one line for what the user can fix),
+    else its last line (a traceback's ends with the exception).
+    """
+    last, reason = None, None
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1) as process:
+        for line in process.stderr:
+            sys.stderr.write(line)
+            if line.strip():
+                last = line.strip()
+            if line.startswith(ERROR_PREFIX):
+                reason = line.strip()[len(ERROR_PREFIX):]
+    return process.returncode, reason or last
 
 
 def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,
                 args: argparse.Namespace, engine_args: dict[str, list[str]]) -> tuple[list[dict], Parity, dict]:
     """Every engine's row, their parity and the model-only ceiling they are measured against."""
     prices = engine_prices(engines, args.price_per_hour, args.instance, args.prices)
-    done = {engine: run_engine(engine, config, report_dir, engine_args[engine]) for engine in engines}
+    shown = ["--verbose"] if args.verbose else []  # a shared option outside JobConfig: what each engine prints
+    done = {engine: run_engine(engine, config, report_dir, [*shown, *engine_args[engine]]) for engine in engines}
     device = choose_device()
     print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
     model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,

@@ -82,10 +82,9 @@ def write_chart(path: str, results: dict) -> str:
     engines = [r["engine"] for r in runs]
     positions = range(len(runs))
     whole = rates.bar([p - 0.2 for p in positions], [r["images_per_sec"] for r in runs], 0.4, color="#4C72B0", label="whole job")
-    steady = rates.bar([p + 0.2 for p in positions], [r.get("steady_images_per_sec") or 0 for r in runs], 0.4,
-                       color="#55A868", label="steady state")
     rates.bar_label(whole, fmt="%.1f", fontsize=8)
-    rates.bar_label(steady, fmt="%.1f", fontsize=8)
+    _bars_or_na(rates, [p + 0.2 for p in positions], [r.get("steady_images_per_sec") for r in runs], 0.4,
+                color="#55A868", label="steady state")
     rates.set_xticks(list(positions), engines)
     top = max(max(r["images_per_sec"], r.get("steady_images_per_sec") or 0) for r in runs)
     model_only = results["model_only"]
@@ -96,12 +95,25 @@ def write_chart(path: str, results: dict) -> str:
     rates.legend(loc="best", fontsize=8)
     rates.set_ylim(0, top * 1.3)  # room for the bar labels and the legend
     rates.set_ylabel("images/sec")
-    bars = startup.bar(engines, [r.get("startup_seconds") or 0 for r in runs], color="#8172B2")
-    startup.bar_label(bars, fmt="%.1f", fontsize=8)
+    _bars_or_na(startup, list(positions), [r.get("startup_seconds") for r in runs], 0.8, color="#8172B2")
+    startup.set_xticks(list(positions), engines)
     startup.set_ylabel("seconds from command to first prediction")
     figure.suptitle(f"ResNet50 {_setup_text(results)}, {runs[0]['images']} images, {_hardware_text(results['hardware'])}", fontsize=9)
     figure.savefig(path, dpi=120)
     return path
+
+
+def _bars_or_na(axes: object, positions: list[float], values: list[float | None], width: float, **style: object) -> None:
+    """Labelled bars for the values the engines measured; "n/a" written where one could not (never a bar of 0)."""
+    measured = [(p, v) for p, v in zip(positions, values) if v is not None]
+    if measured:
+        bars = axes.bar([p for p, _ in measured], [v for _, v in measured], width, **style)
+        axes.bar_label(bars, fmt="%.1f", fontsize=8)
+    elif "label" in style:
+        axes.bar([], [], width, **style)  # the legend still names the series
+    for p, v in zip(positions, values):
+        if v is None:
+            axes.text(p, 0, "n/a", ha="center", va="bottom", fontsize=8, color=style.get("color"))
 
 
 def _engines_table(runs: list[dict]) -> str:
@@ -112,7 +124,8 @@ def _engines_table(runs: list[dict]) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         if r["failed"]:
-            lines.append(f"| {r['engine']} | failed: {r['failed']} | | | | | | | | | | |")
+            why = r["failed"].replace("|", "\\|")  # the engine's own line may hold a table's separator
+            lines.append(f"| {r['engine']} | failed: {why} | | | | | | | | | | |")
             continue
         ratio = f"{r['model_only_ratio']:.0%}" if r["model_only_ratio"] is not None else "-"
         busy = f"{r['device_busy_fraction']:.0%}" if r.get("device_busy_fraction") is not None else "-"

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -22,6 +23,7 @@ import ray
 from job.errors import JobError
 from job.execution import Devices
 from job.reaper import Reaper
+from runners.ray import quiet
 from storage import StorageError
 
 T = TypeVar("T")
@@ -32,12 +34,17 @@ _WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.M
 
 
 class RaySession:
-    """``with RaySession(address):`` Ray for this job: a notebook's or test's, a cluster, or a new local one."""
+    """``with RaySession(address):`` Ray for this job: a notebook's or test's, a cluster, or a new local one.
 
-    def __init__(self, address: str | None) -> None:
+    ``verbose``: Ray's own lines as Ray prints them; otherwise quiet (``runners.ray.quiet``).
+    """
+
+    def __init__(self, address: str | None, verbose: bool = False) -> None:
         self.address = address
+        self.verbose = verbose
         self.owned = False
         self.reaper: Reaper | None = None
+        self.quiet = ExitStack()
 
     def __enter__(self) -> RaySession:
         if not ray.is_initialized():  # a notebook or test may have started Ray already
@@ -45,7 +52,9 @@ class RaySession:
             # is killed (SIGKILL, OOM), the reaper takes down what it started (see job.reaper).
             self.reaper = Reaper.start()
             try:
-                ray.init(address=self.address, logging_level="WARNING")
+                with nullcontext() if self.verbose else quiet.quiet_auth_notice():
+                    ray.init(address=self.address, logging_level="INFO" if self.verbose else "WARNING",
+                             log_to_driver=self.verbose)
             except ConnectionError as e:  # --address auto (or RAY_ADDRESS) with no cluster there
                 self._stop_reaper()
                 where = self.address or os.environ.get("RAY_ADDRESS")
@@ -55,9 +64,16 @@ class RaySession:
                 self._stop_reaper()
                 raise
             self.owned = True
+        if not self.verbose:
+            self.quiet.enter_context(quiet.quiet_ray_data())
         return self
 
+    def running(self) -> AbstractContextManager:
+        """Around the pipeline's run: without ``verbose``, Ray's known-noise native lines dropped from stderr."""
+        return nullcontext() if self.verbose else quiet.dropping_native_noise()
+
     def __exit__(self, *exc: object) -> None:
+        self.quiet.close()
         if self.owned:
             ray.shutdown()
             self._stop_reaper()

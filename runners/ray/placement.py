@@ -6,7 +6,9 @@ GPU nodes; the manifest's ``placement`` shows it, per stage, as the nodes' GPU c
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable
 
 import ray
 
@@ -45,5 +47,11 @@ def placement_summary(registry: ray.actor.ActorHandle) -> tuple[dict[str, list[d
         stage: [{"node_id": node, "node_gpus": gpus.get(node, 0), "actors": count} for node, count in Counter(ids).items()]
         for stage, ids in nodes.items()
     }
-    distinct = {stage: {key: sorted({str(f[key]) for f in reports}) for key in reports[0]} for stage, reports in facts.items() if reports}
+    distinct = {stage: {key: distinct_values(f[key] for f in reports) for key in reports[0]} for stage, reports in facts.items() if reports}
     return placement, {stage: values for stage, values in distinct.items() if values}
+
+
+def distinct_values(values: Iterable[object]) -> list:
+    """Each value once, as JSON writes it (``False`` stays false, ``None`` null), in a stable order."""
+    unique = {json.dumps(value, sort_keys=True, default=str): value for value in values}
+    return [unique[key] for key in sorted(unique)]

@@ -11,6 +11,7 @@ which commits the file's part atomically); ``job.driver.finish_job`` then verifi
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -33,6 +34,7 @@ def assemble(
     write: Callable[[int, pa.Table], object],
     schema: pa.Schema,
     failures: Mapping[str, str] | None = None,
+    shard_done: Callable[[float, int], object] | None = None,
 ) -> list[str]:
     """Call ``write(index, rows)`` once per input file with all its output rows, in ``schema``
     (the job's ``job.rows.output_schema``, which every ``.out`` must have).
@@ -40,16 +42,19 @@ def assemble(
     Returns the shards that had no usable ``.out`` (their rows are error rows).
 
     ``failures`` maps a shard name to why it failed, when known (the local transform knows;
-    on AWS the reason is in CloudWatch).
+    on AWS the reason is in CloudWatch). ``shard_done(when, rows)`` hears of each shard the
+    service finished: when its ``.out`` was written (the object's mtime), the job's timeline.
     """
     failed = []
     for index, file in enumerate(files):
         tables = []
         for shard in file.shards:
             why = (failures or {}).get(shard, "see the transform job's CloudWatch logs")
-            table, ok = _shard_output(shard, shard_location, out_location, why, schema)
+            table, written_at = _shard_output(shard, shard_location, out_location, why, schema)
             tables.append(table)
-            failed += [] if ok else [shard]
+            failed += [] if written_at is not None else [shard]
+            if written_at is not None and shard_done is not None:
+                shard_done(written_at, table.num_rows)
         if file.oversized:
             tables.append(error_table(list(file.oversized), list(file.oversized.values()), schema))
         write(index, pa.concat_tables(tables))
@@ -57,19 +62,19 @@ def assemble(
 
 
 def _shard_output(shard: str, shard_location: Location, out_location: Location, why: str,
-                  schema: pa.Schema) -> tuple[pa.Table, bool]:
-    """The shard's output rows, and whether they came from its ``.out``."""
+                  schema: pa.Schema) -> tuple[pa.Table, float | None]:
+    """The shard's output rows, and when its ``.out`` was written (None: the rows are error rows, no usable ``.out``)."""
     ids = _read(shard_location, shard_location.join(shard), columns=[ID_COLUMN]).column(ID_COLUMN).to_pylist()
     out_path = out_location.join(shard + OUT_SUFFIX)
     with storage_errors(out_location.uri_of(out_path)):
-        missing = out_location.filesystem.get_file_info(out_path).type == pafs.FileType.NotFound
-    if missing:
-        return error_table(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids), schema), False
+        info = out_location.filesystem.get_file_info(out_path)
+    if info.type == pafs.FileType.NotFound:
+        return error_table(ids, [NO_OUT.format(shard=shard, why=why)] * len(ids), schema), None
     table = _read(out_location, out_path)
     if not table.schema.equals(schema, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
         reason = f"{shard}{OUT_SUFFIX} does not hold one output row per shard row (schema {table.schema.names}, {table.num_rows} rows for {len(ids)} ids)"
-        return error_table(ids, [reason] * len(ids), schema), False
-    return table.cast(schema), True
+        return error_table(ids, [reason] * len(ids), schema), None
+    return table.cast(schema), info.mtime.timestamp() if info.mtime is not None else time.time()
 
 
 def _read(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:

@@ -16,6 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from job import progress
 from runners.sagemaker.assemble import OUT_SUFFIX
 from runners.sagemaker.serving.codecs import PARQUET
 from storage import Location, storage_errors
@@ -63,6 +67,7 @@ def _transform_one(transform: Transform, shard: str) -> str | None:
     out = transform.outputs.join(shard + OUT_SUFFIX)
     with storage_errors(transform.outputs.uri_of(out)), transform.outputs.filesystem.open_output_stream(out) as sink:
         sink.write(payload)
+    progress.advance(pq.ParquetFile(pa.BufferReader(body)).metadata.num_rows)  # the shard's rows are done
     return None
 
 

@@ -40,20 +40,21 @@ def existing_context() -> SparkContext | None:
     return SparkContext._active_spark_context
 
 
-def get_session(master: str | None) -> tuple[SparkSession, bool]:
-    """The session Spark already runs here, else a new one on ``master``; and whether the job owns it."""
+def get_session(master: str | None, verbose: bool = False) -> tuple[SparkSession, bool]:
+    """The session Spark already runs here, else a new one on ``master`` (``verbose``: its WARN lines
+    shown); and whether the job owns it."""
     session = SparkSession.getActiveSession()
     if session is None and existing_context() is not None:
         session = SparkSession.builder.getOrCreate()  # the context's default session (made on it if it has none)
     if session is None:
-        return _start_session(master), True
+        return _start_session(master, verbose), True
     running = session.sparkContext.master
     if master is not None and master != running:
         raise JobError(f"--master {master}: this process already runs Spark on {running}; drop --master to use it")
     return session, False
 
 
-def _start_session(master: str | None) -> SparkSession:
+def _start_session(master: str | None, verbose: bool) -> SparkSession:
     builder = SparkSession.builder.appName("streaming-batch-inference")
     if master is not None or not launched_by_spark_submit():
         # Without spark-submit, pyspark's own default would be local[*], which never retries a task.
@@ -64,8 +65,8 @@ def _start_session(master: str | None) -> SparkSession:
             # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the context.
             os.environ["PYSPARK_PYTHON"] = sys.executable
     session = builder.getOrCreate()
-    # Progress and the summary, not the JVM's INFO wall.
-    session.sparkContext.setLogLevel("ERROR")
+    # The job's progress display and summary, not the JVM's log; --verbose keeps Spark's warnings.
+    session.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return session
 
 
@@ -85,13 +86,14 @@ class SparkSessionFor:
     Entered while the driver plans the input (``job.driver.run_job``): the JVM starts meanwhile.
     """
 
-    def __init__(self, master: str | None) -> None:
+    def __init__(self, master: str | None, verbose: bool = False) -> None:
         self.master = master
+        self.verbose = verbose
         self.session: SparkSession | None = None
         self.owned = False  # True only for a session this job started: the only one it may tune or stop
 
     def __enter__(self) -> SparkSessionFor:
-        self.session, self.owned = get_session(self.master)
+        self.session, self.owned = get_session(self.master, self.verbose)
         return self
 
     def __exit__(self, *exc: object) -> None:

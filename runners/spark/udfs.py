@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark import TaskContext
+from pyspark import Accumulator, TaskContext
 
 from job.config import JobConfig
 from job.driver import Job
@@ -38,11 +37,13 @@ from job.rows import EMBEDDING, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
-# What each writing task reports to the driver, one row per part it committed: the job's timeline.
-# ``error``: a DataError that stopped the task's files (then rows is 0), which the driver raises.
-STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()),
-                          ("committed_at", pa.float64()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string())])
-STATS_DDL = f"partition int, attempt int, rows long, committed_at double, {DEVICE_SECONDS} double, error string"  # as Spark declares it
+# What each writing task reports to the driver, one row per model batch: the job's timeline (rows
+# done, when the model did them) and the parts that batch completed. ``error``: a DataError that
+# stopped the task's files (then rows is 0), which the driver raises.
+STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()), ("done_at", pa.float64()),
+                          ("parts", pa.int32()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string())])
+STATS_DDL = (f"partition int, attempt int, rows long, done_at double, parts int, {DEVICE_SECONDS} double, "
+             "error string")  # the same, as Spark declares it
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
 PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 
@@ -55,6 +56,8 @@ class TaskSpec:
 
     job: Job  # the files to run (job.pending: rows carry indices into it), how, and where parts go
     prefetch: int  # preprocessed batches read ahead in a thread; 0: none
+    # Rows done, summed on the driver as each task succeeds (a failed attempt's never count): its progress display.
+    rows_done: Accumulator | None = None
 
 
 def task_gpu_ids() -> list[int] | None:
@@ -146,7 +149,7 @@ def _drain(slots: queue.Queue, stop: threading.Event) -> Iterator:
 
 
 def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
-    """Commit the part of each input file in ``tables`` (rows with FILE and ROW); one stats row per part.
+    """Commit the part of each input file in ``tables`` (rows with FILE and ROW); one stats row per model batch.
 
     A file's part is committed as soon as its last row is in, so a task that dies later keeps
     it; its retry writes the same part again, whole, under the same name. A ``DataError`` (a
@@ -159,17 +162,22 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     try:
         for table in tables:
             device_seconds += device_seconds_of(table)
-            for _, rows in collector.add(table):
-                yield _stats(partition, attempt, rows, device_seconds)
-                device_seconds = 0.0  # counted once, with the first part committed after it
+            seen = len(collector.progress)
+            committed = collector.add(table)
+            for at, rows in collector.progress[seen:]:  # the batch's new rows, stamped where the model ran
+                yield _stats(partition, attempt, rows, at, len(committed), device_seconds)
+                device_seconds, committed = 0.0, []  # each counted once, with the first event after it
+                if spec.rows_done is not None:
+                    spec.rows_done.add(rows)
     except DataError as e:
-        yield _stats(partition, attempt, 0, device_seconds, error=str(e))
+        yield _stats(partition, attempt, 0, time.time(), 0, device_seconds, error=str(e))
         return
     collector.check_complete()
 
 
-def _stats(partition: int, attempt: int, rows: int, device_seconds: float, error: str | None = None) -> pa.RecordBatch:
-    stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "committed_at": [time.time()],
+def _stats(partition: int, attempt: int, rows: int, done_at: float, parts: int, device_seconds: float,
+           error: str | None = None) -> pa.RecordBatch:
+    stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "done_at": [done_at], "parts": [parts],
              DEVICE_SECONDS: [device_seconds], "error": [error]}
     return pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
 

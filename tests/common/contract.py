@@ -60,10 +60,17 @@ def assert_timeline(manifest: dict, steady_at_least_whole: bool = False) -> None
     """Every run's timeline: start-up before the end; the steady rate, when there is one, a rate;
     ``steady_at_least_whole``: the pipeline once full beats the whole job's rate (start-up included)."""
     timeline = manifest["timeline"]
-    assert set(timeline) == {"startup_seconds", "steady_images_per_sec", "device_busy_fraction", "wall_seconds"}, timeline
+    assert set(timeline) == {"startup_seconds", "steady_images_per_sec", "device_busy_fraction", "wall_seconds", "events"}, timeline
     assert 0 < timeline["startup_seconds"] < timeline["wall_seconds"], timeline
     assert manifest["seconds"] < timeline["wall_seconds"], (manifest["seconds"], timeline)
     busy = timeline["device_busy_fraction"]
     assert busy is None or 0 < busy <= 1, timeline
     if steady_at_least_whole:
+        assert timeline["steady_images_per_sec"] is not None, timeline
         assert timeline["steady_images_per_sec"] >= manifest["images_per_sec"], (manifest["images_per_sec"], timeline)
+
+
+def assert_progress_shown(err: str, engine: str, rows: int) -> None:
+    """The job's progress display (job.progress, in log mode) reached every row, then the summary followed."""
+    lines = [line for line in err.splitlines() if line.startswith(f"{engine}: ") and " images (" in line]
+    assert lines and lines[-1].startswith(f"{engine}: {rows:,}/{rows:,} images (100%)"), err[-2000:]

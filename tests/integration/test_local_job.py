@@ -10,7 +10,8 @@ import pytest
 
 from runners import local_job
 from job.cli import run_main
-from tests.common.contract import assert_output_contract, assert_timeline, read_output
+from job import progress
+from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 
 
@@ -18,16 +19,19 @@ def run(*argv: str) -> dict:
     return local_job.main(["--weights", "random", "--batch-size", "8", *argv])
 
 
-def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_path):
+def test_local_dir_meets_the_output_contract_and_workers_match_in_process(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 0.2)  # the display's log lines, at test speed
     ids, bad = write_mixed(str(tmp_path / "in"))  # 26 rows in 3 files
-    manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "workers"), "--workers", "2")
+    # Batches of 2: enough model batches (13) for a steady rate (job.timeline.STEADY_MIN_EVENTS).
+    manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "workers"), "--workers", "2", "--batch-size", "2")
     rows, written = read_output(str(tmp_path / "workers"))
     assert written == manifest and manifest["engine"] == "local"
     assert_output_contract(rows, manifest, ids, bad)
     assert manifest["settings"]["local"] == {"workers": 2, "start_method": "spawn", "device": "cpu"}
-    assert (manifest["execution"]["batch_size"], manifest["execution"]["compile"], manifest["execution"]["decode"]) == (8, False, "cpu")
+    assert (manifest["execution"]["batch_size"], manifest["execution"]["compile"], manifest["execution"]["decode"]) == (2, False, "cpu")
     assert len(manifest["files"]) == 3  # one part per input file
     assert_timeline(manifest, steady_at_least_whole=True)  # 3 input files: start-up, then a full pipeline
+    assert_progress_shown(capsys.readouterr().err, "local", len(ids))
     run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "inline"), "--workers", "0")
     inline = {r["id"]: r for r in read_output(str(tmp_path / "inline"))[0]}
     for row in rows:

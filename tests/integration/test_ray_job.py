@@ -14,7 +14,8 @@ from job.config import JobConfig
 from job.plan import plan_input, read_file
 from job.stages import Classify, Preprocess
 from storage import resolve
-from tests.common.contract import assert_output_contract, assert_timeline, read_output
+from job import progress
+from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 from tests.common.plans import cpu_execution
 
@@ -26,14 +27,18 @@ def run(*argv: str) -> dict:
     return ray_job.main(["--weights", "random", "--batch-size", "8", *argv])
 
 
-def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
+def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env, monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 0.2)  # the display's log lines, at test speed
     ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
-    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env)
+    # Batches of 2: enough model batches (13) for a steady rate (job.timeline.STEADY_MIN_EVENTS).
+    manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env,
+                   "--batch-size", "2")
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert written == manifest and manifest["engine"] == "ray"
     assert_output_contract(rows, manifest, ids, bad)
     assert "ray" in manifest["versions"] and manifest["settings"]["scaling"]["gpus"] == 0
     assert_timeline(manifest, steady_at_least_whole=True)  # 3 input files: start-up, then a full pipeline
+    assert_progress_shown(capsys.readouterr().err, "ray", len(ids))
 
 
 def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_missing(s3_bucket, s3_env, capsys):

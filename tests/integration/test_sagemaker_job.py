@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from inference import Predictions
 from runners import sagemaker_job
+from job import progress
 from job.cli import run_main
 from job.config import JobConfig
 from job.plan import plan_input, read_file
@@ -20,7 +21,7 @@ from job.rows import prediction_table
 from job.stages import Classify, Preprocess
 from runners.sagemaker import aws, container
 from storage import resolve
-from tests.common.contract import assert_output_contract, read_output
+from tests.common.contract import assert_output_contract, assert_progress_shown, read_output
 from tests.common.datasets import write_mixed
 from tests.common.sagemaker import image_wheelhouse
 from tests.common.plans import cpu_execution
@@ -28,7 +29,8 @@ from tests.common.plans import cpu_execution
 ROLE = "arn:aws:iam::123456789012:role/batch-inference"
 
 
-def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket, s3_env):
+def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket, s3_env, monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 0.2)  # the display's log lines, at test speed
     ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
     manifest = sagemaker_job.main(["--local", "--weights", "random", "--input", f"s3://{s3_bucket}/images/",
                                    "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env,
@@ -36,6 +38,9 @@ def test_local_meets_the_output_contract_and_matches_the_shared_stages(s3_bucket
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert written == manifest and manifest["engine"] == "sagemaker" and manifest["settings"]["sagemaker"]["failed_shards"] == []
     assert_output_contract(rows, manifest, ids, bad)
+    # The timeline comes from each shard's .out, not from the parts committed after the transform.
+    assert manifest["timeline"]["events"] == manifest["settings"]["sagemaker"]["shards"] and manifest["timeline"]["startup_seconds"]
+    assert_progress_shown(capsys.readouterr().err, "sagemaker", len(ids))  # each shard's response
     # Parity with Ray: Ray's test holds its output equal to these stages called directly.
     config = JobConfig(input=f"s3://{s3_bucket}/images/", output=None, weights="random", s3_endpoint_url=s3_env, decode="cpu")
     plan = plan_input(resolve(config.input, s3_env), config)

@@ -7,7 +7,10 @@ import pytest
 
 from runners import spark_job
 from job.cli import run_main
-from tests.common.contract import assert_output_contract, read_output
+from job.synthetic import synthetic_rows, write_dataset
+from storage import resolve
+from job import progress
+from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 from tests.common.spark import FailFirstAttemptOfPartition1, local_spark
 
@@ -38,13 +41,23 @@ def assert_same_predictions(got: dict[str, dict], expected: dict[str, dict]) -> 
             np.testing.assert_allclose(np.float32(got[key]["embedding"]), np.float32(row["embedding"]), rtol=1e-2, atol=1e-3)
 
 
-def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
+def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env, monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 0.2)  # the display's log lines, at test speed
     ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
     manifest = run("--input", f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", s3_env)
     rows, written = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert written == manifest and manifest["engine"] == "spark"
     assert_output_contract(rows, manifest, ids, bad)
     assert "pyspark" in manifest["versions"] and manifest["settings"]["spark"]["udf"] == "iterator"
+    assert_progress_shown(capsys.readouterr().err, "spark", len(ids))  # from the tasks' accumulator
+
+
+def test_one_input_file_gets_a_timeline_from_its_model_batches_not_its_one_part(tmp_path):
+    """With one part committed at the end, start-up once measured the whole run and there was no steady rate."""
+    write_dataset(resolve(str(tmp_path / "in")), synthetic_rows(20, "jpeg", (64, 48), seed=1), rows_per_file=20)
+    manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--batch-size", "2")
+    assert len(manifest["files"]) == 1 and manifest["timeline"]["events"] == 10  # 20 rows, batches of 2
+    assert_timeline(manifest, steady_at_least_whole=True)
 
 
 def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):

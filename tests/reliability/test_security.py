@@ -55,12 +55,12 @@ def stored_bytes(uri: str, endpoint: str) -> bytes:
 
 
 def test_ray_job_under_s3_faults_never_shows_the_secret(s3_bucket, s3_env, fault_proxy, fake_credentials, tmp_path):
-    """The whole job in its own process, as a user runs it: its Ray workers' output, and the AWS
-    SDK's retry log (ARROW_S3_LOG_LEVEL=warn), all reach the captured stdout and stderr."""
+    """The whole job in its own process, as a user runs it: with --verbose its Ray workers' output, and
+    the AWS SDK's retry log (ARROW_S3_LOG_LEVEL=warn), all reach the captured stdout and stderr."""
     write_mixed(f"s3://{s3_bucket}/images/", s3_env)
     proxy = fault_proxy(fault_rate=0.1, seed=11)
     result = subprocess.run(
-        [sys.executable, "-m", "runners.ray_job", "--weights", "random", "--batch-size", "8", "--input",
+        [sys.executable, "-m", "runners.ray_job", "--verbose", "--weights", "random", "--batch-size", "8", "--input",
          f"s3://{s3_bucket}/images/", "--output", f"s3://{s3_bucket}/preds/", "--s3-endpoint-url", proxy.url],
         env={**os.environ, **fake_credentials, "ARROW_S3_LOG_LEVEL": "warn"},
         cwd=pathlib.Path(__file__).parents[2], capture_output=True, text=True, timeout=600,

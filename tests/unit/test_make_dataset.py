@@ -45,3 +45,19 @@ def test_a_bad_number_is_refused_by_the_parser(tmp_path, capsys, option, value):
     with pytest.raises(SystemExit) as exit_:
         make_dataset.main(["--output", str(tmp_path), option, value])
     assert exit_.value.code == 2 and option in capsys.readouterr().err
+
+
+def test_a_missing_bucket_is_one_line_naming_the_option_and_no_option_we_lack(s3_env, capsys):
+    """pyarrow's own message suggests an "allow_bucket_creation option" the command does not have."""
+    argv = ["--output", "s3://no-such-bucket-f22/images/", "--images", "2", "--s3-endpoint-url", s3_env]
+    assert run_main(make_dataset.main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.splitlines()) == 1
+    assert "'no-such-bucket-f22' does not exist" in err and "--output" in err and "allow_bucket_creation" not in err
+
+
+def test_storage_errors_drop_pyarrow_advice_about_its_own_options():
+    from storage.errors import explain
+
+    error = explain("s3://b/x", OSError("Bucket 'b' not found. To create buckets, enable the allow_bucket_creation option."))
+    assert "allow_bucket_creation" not in str(error) and "the bucket does not exist" in str(error)

