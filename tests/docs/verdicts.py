@@ -92,6 +92,8 @@ RUNS: dict[str, Run] = {
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet "
     "--incremental": Run(needs=(MY_BUCKET,), small={"/preds/": "/preds-nightly/"}, expect="ray: 12 images", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.incremental_bench --engine ray --files 100 --rows-per-file 8 --results "
+    "benchmarks/results/incremental.jsonl": Run(small={"--files 100": "--files 4", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(
         small={"benchmarks/results/part_writer.jsonl": "/tmp/part_writer.jsonl"}, slow=True),
     "python -m benchmarks.pipeline_bench --images 2048 --rows-per-file 256": Run(
