@@ -222,8 +222,8 @@ class ReadAndPreprocess:
 def udf_fields(execution: Execution) -> list[pa.Field]:
     """The columns the series UDF returns: the output's, less id and error, as Spark can declare them.
 
-    Spark has no float16: the embedding travels as a list of float32, and the part writer casts
-    it back to the output's type (``job.parts``), so the part is the same as on every engine.
+    Spark has no float16: the embedding travels as a list of float32, and ``WriteParts`` turns it
+    back into the output's type (``_embedding_as_planned``), so the part is the same as on every engine.
     """
     fields = [f for f in output_schema(execution) if f.name not in ("id", "error")]
     return [pa.field(EMBEDDING, pa.list_(pa.float32())) if f.name == EMBEDDING else f for f in fields]
@@ -254,4 +254,24 @@ class WriteParts:
         self.spec = spec
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from write_parts(self.spec, (pa.Table.from_batches([b]) for b in batches))
+        execution = self.spec.job.execution
+        yield from write_parts(self.spec, (_embedding_as_planned(pa.Table.from_batches([b]), execution) for b in batches))
+
+
+def _embedding_as_planned(table: pa.Table, execution: Execution) -> pa.Table:
+    """The float32 lists Spark carried (``udf_fields``) back to the plan's fixed-size embedding column.
+
+    Through numpy, not an Arrow cast: pyarrow before 16 (Databricks 16.4's 15.0.2) cannot cast
+    float to float16.
+    """
+    if execution.embeddings is None or EMBEDDING not in table.column_names:
+        return table
+    column = table.column(EMBEDDING).combine_chunks()
+    ok = column.is_valid().to_numpy(zero_copy_only=False)
+    dim = execution.model.embedding_dim
+    values = np.zeros((len(column), dim), dtype=execution.embeddings)
+    if ok.any():
+        values[ok] = column.filter(pa.array(ok)).flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    flat = pa.array(values.reshape(-1), pa.from_numpy_dtype(values.dtype))
+    embedding = pa.FixedSizeListArray.from_arrays(flat, dim, mask=pa.array(~ok))
+    return table.set_column(table.schema.get_field_index(EMBEDDING), EMBEDDING, embedding)
