@@ -1,0 +1,15 @@
+"""--incremental on SageMaker (``--local``: the real toolkit's serving code on this machine), local paths:
+nightly runs keep the table equal to a fresh full run, as on Ray and Spark."""
+
+from __future__ import annotations
+
+from runners import sagemaker_job
+from tests.integration import incremental_scenarios as scenarios
+
+
+def test_nightly_runs_equal_a_fresh_full_run_with_local_transforms(tmp_path):
+    scenarios.nightly_runs_equal_a_fresh_full_run(sagemaker_job.main, str(tmp_path), None, "--local")
+
+
+def test_a_replaced_input_file_is_redone_on_resume_with_local_transforms(tmp_path):
+    scenarios.a_replaced_input_file_is_redone_on_resume(sagemaker_job.main, str(tmp_path), None, "--local")
