@@ -64,7 +64,7 @@ def prediction_table(ids: Sequence[str], errors: Sequence[str | None], predictio
     if execution.predictions:
         columns.update(_prediction_columns(predictions, ok, execution.model.class_names))
     if execution.embeddings is not None:
-        columns[EMBEDDING] = _scatter_fixed(predictions.embeddings, ok)
+        columns[EMBEDDING] = embedding_column(predictions.embeddings, ok)
     columns["error"] = pa.array(list(errors), pa.string())
     return pa.Table.from_pydict(columns, schema=output_schema(execution))
 
@@ -114,7 +114,7 @@ def _scatter_lists(values: np.ndarray, ok: np.ndarray, type_: pa.DataType, k: in
     return pa.ListArray.from_arrays(offsets, pa.array(values.reshape(-1), type_), mask=pa.array(~ok))
 
 
-def _scatter_fixed(values: np.ndarray, ok: np.ndarray) -> pa.Array:
+def embedding_column(values: np.ndarray, ok: np.ndarray) -> pa.Array:
     """``values`` (K, D) as a fixed-size list column, one row per classified row and null elsewhere.
 
     A fixed-size list keeps D slots under a null row too (zeros here), so the rows' values lie

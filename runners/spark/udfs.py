@@ -34,7 +34,7 @@ from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
 from job.parts import FILE, ROW, PartCollector
-from job.rows import EMBEDDING, output_schema
+from job.rows import EMBEDDING, embedding_column, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 
@@ -268,10 +268,6 @@ def _embedding_as_planned(table: pa.Table, execution: Execution) -> pa.Table:
         return table
     column = table.column(EMBEDDING).combine_chunks()
     ok = column.is_valid().to_numpy(zero_copy_only=False)
-    dim = execution.model.embedding_dim
-    values = np.zeros((len(column), dim), dtype=execution.embeddings)
-    if ok.any():
-        values[ok] = column.filter(pa.array(ok)).flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-    flat = pa.array(values.reshape(-1), pa.from_numpy_dtype(values.dtype))
-    embedding = pa.FixedSizeListArray.from_arrays(flat, dim, mask=pa.array(~ok))
+    values = column.filter(pa.array(ok)).flatten().to_numpy(zero_copy_only=False)
+    embedding = embedding_column(values.reshape(-1, execution.model.embedding_dim).astype(execution.embeddings), ok)
     return table.set_column(table.schema.get_field_index(EMBEDDING), EMBEDDING, embedding)
