@@ -85,10 +85,7 @@ def a_null_id_the_footers_do_not_count_stops_the_run(main: Main, root: str, endp
     assert stopped(main, argv, capfd) == f"{root}/in/part-00001.parquet row 2: {NULL_ID.format('')}; {RESUME}"
     assert "_SUCCESS.json" not in files_under(f"{root}/out", endpoint)
     write_images(f"{root}/in", endpoint, ids)  # the ids filled in
-    manifest = main([*argv, "--resume"])
-    rows, written = read_output(f"{root}/out", endpoint)
-    assert written == manifest
-    assert_output_contract(rows, manifest, ids, bad={})
+    assert_resume_finishes(main, argv, root, endpoint, ids)
 
 
 def repeated_ids_without_the_id_check_are_named_at_the_end(main: Main, root: str, endpoint: str | None, capfd) -> None:
@@ -117,10 +114,7 @@ def a_damaged_page_stops_the_run_and_resume_finishes(main: Main, root: str, endp
                          f"it out of --input; {RESUME}")
     assert "_SUCCESS.json" not in files_under(f"{root}/out", endpoint)
     write_images(f"{root}/in", endpoint, ids)  # rewritten from its source
-    manifest = main([*argv, "--resume"])
-    rows, written = read_output(f"{root}/out", endpoint)
-    assert written == manifest
-    assert_output_contract(rows, manifest, ids, bad={})
+    assert_resume_finishes(main, argv, root, endpoint, ids)
 
 
 def an_output_inside_the_input_is_refused_up_front(main: Main, root: str, endpoint: str | None, capsys) -> None:
@@ -131,3 +125,11 @@ def an_output_inside_the_input_is_refused_up_front(main: Main, root: str, endpoi
                     "this job's parts as input, and so would every other reader of the input; choose an --output outside "
                     "--input")
     assert files_under(f"{root}/in", endpoint) == ["part-00000.parquet"]
+
+
+def assert_resume_finishes(main: Main, argv: list[str], root: str, endpoint: str | None, ids: list[str]) -> None:
+    """The input fixed, ``--resume`` finishes the stopped run: the whole contract holds, the manifest written last."""
+    manifest = main([*argv, "--resume"])
+    rows, written = read_output(f"{root}/out", endpoint)
+    assert written == manifest
+    assert_output_contract(rows, manifest, ids, bad={})
