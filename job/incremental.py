@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import pyarrow as pa
 
 from job.errors import JobError
 from job.plan import InputFile, InputPlan
 from job.table import read_index
 from job.unique_ids import hashes_of, places_of
-from job.verify import ids_of_part, part_hashes
+from job.verify import ids_hashed_to
 from storage import Location
 
 
@@ -31,15 +30,14 @@ def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
     old = read_index(output, index, kept)
     held_before = np.concatenate(list(old.values())) if old else np.empty(0, np.uint64)
-    repeated = np.intersect1d(np.concatenate(list(fresh.values())), held_before)
+    repeated = np.intersect1d(fresh, held_before)
     if len(repeated) == 0:
         return
     new_places = places_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text, repeated)
     for relative, hashes in old.items():
         if not np.isin(hashes, repeated).any():
             continue
-        ids = ids_of_part(output, kept[relative])
-        held = set(ids.filter(pa.array(np.isin(part_hashes(ids, plan.ids_as_text), repeated))).to_pylist()) & set(new_places)
+        held = {value for _, value in ids_hashed_to(output, kept[relative], repeated, plan.ids_as_text)} & set(new_places)
         if held:
             value = sorted(held)[0]
             path, row = new_places[value][0]

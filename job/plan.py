@@ -18,7 +18,6 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -28,7 +27,7 @@ from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.data_files import FileIdentity, list_data_files
 from job.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from job.errors import DataError, JobError
-from job.unique_ids import null_id_problem
+from job.unique_ids import first_null, null_id_problem
 from storage import Location, storage_errors
 
 __all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "plan_input", "read_file", "read_planned"]
@@ -137,7 +136,7 @@ def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int, uri: str
         return [f"{name}:{start + i}" for i in range(batch.num_rows)]
     column = batch.column(plan.id_column)
     if column.null_count:
-        row = start + int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        row = start + first_null(column)
         raise DataError(f"{uri} row {row}: {null_id_problem(plan.id_column)}; {RESUME_AFTER_FIX}")
     return column.cast(pa.string()).to_pylist()
 

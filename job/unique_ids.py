@@ -123,23 +123,18 @@ def first_null_id(location: Location, path: str, rows: int, id_column: str) -> i
     """The row of the first null id among the first ``rows`` rows of one file; None: there is none."""
     for first_row, array in _id_chunks(location, path, rows, id_column):
         if array.null_count:
-            return first_row + int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+            return first_row + first_null(array)
     return None
 
 
-def hashes_of(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> dict[str, np.ndarray]:
-    """Each file's non-null ids, hashed: an incremental run holds its new files' ids against the table's index."""
+def first_null(array: pa.Array) -> int:
+    """The index of the first null in ``array`` (which has one)."""
+    return int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
 
-    def one(path: str, rows: int) -> np.ndarray:
-        chunks = []
-        for _, array in _id_chunks(location, path, rows, id_column):
-            values, valid = id_hashes(array, as_text)
-            chunks.append(values[valid])
-        return np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        found = pool.map(lambda path_rows: retry_short_range_reads(lambda: one(*path_rows)), files)
-        return {path: hashes for (path, _), hashes in zip(files, found)}
+def hashes_of(location: Location, files: Sequence[tuple[str, int]], id_column: str, as_text: bool) -> np.ndarray:
+    """The files' non-null ids, hashed: an incremental run holds its new files' ids against the table's index."""
+    return _all_hashes(location, files, id_column, as_text)[0]
 
 
 def places_of(location: Location, files, id_column: str, as_text: bool, wanted: np.ndarray) -> dict[str, list]:

@@ -115,9 +115,7 @@ def _require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_t
         return
     places: dict[str, list[tuple[str, int]]] = {}
     for name in (name for name, f in facts.items() if np.isin(f.hashes, repeated).any()):
-        ids = ids_of_part(location, name)
-        rows = np.flatnonzero(np.isin(part_hashes(ids, ids_as_text), repeated))
-        for row, value in zip(rows.tolist(), ids.take(pa.array(rows)).to_pylist()):
+        for row, value in ids_hashed_to(location, name, repeated, ids_as_text):
             places.setdefault(value, []).append((name, row))
     twice = {value: where for value, where in places.items() if len(where) > 1}
     if twice:
@@ -134,11 +132,16 @@ def _repeated(location: Location, twice: Mapping[str, list[tuple[str, int]]]) ->
             "make the input's ids unique, then run again with --resume, which redoes the files that changed")
 
 
-def ids_of_part(location: Location, name: str) -> pa.Array:
-    """A committed part's ids (one whole GET of its id column)."""
+def ids_hashed_to(location: Location, name: str, wanted: np.ndarray, ids_as_text: bool) -> list[tuple[int, str]]:
+    """(row, id) of a committed part's ids whose hash is in ``wanted``: repeated hashes confirmed by value.
+
+    One whole GET of the part's id column.
+    """
     path = location.join(name)
     with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
-        return pq.read_table(pa.BufferReader(f.read()), columns=["id"]).column("id").combine_chunks()
+        ids = pq.read_table(pa.BufferReader(f.read()), columns=["id"]).column("id").combine_chunks()
+    rows = np.flatnonzero(np.isin(part_hashes(ids, ids_as_text), wanted))
+    return list(zip(rows.tolist(), ids.take(pa.array(rows)).to_pylist()))
 
 
 def _error_examples(tables) -> list[dict]:
