@@ -6,18 +6,11 @@ import multiprocessing
 
 from job.feedback import BACKLOGGED, QUEUED_WHEN_BACKLOGGED, IdleMeter, LatestFeedback, SharedFeedback
 from preprocess.routing import DeviceFeedback
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.common.clock import ManualClock
 
 
 def test_the_meter_posts_the_idle_share_once_a_window():
-    clock, posted = Clock(), []
+    clock, posted = ManualClock(), []
     meter = IdleMeter(posted.append, concurrency=1, clock=clock)
     clock.now = 0.75  # waited 0.75 s for the first batch
     with meter:
@@ -26,7 +19,7 @@ def test_the_meter_posts_the_idle_share_once_a_window():
 
 
 def test_a_device_always_busy_is_reported_backlogged():
-    clock, posted = Clock(), []
+    clock, posted = ManualClock(), []
     meter = IdleMeter(posted.append, concurrency=1, clock=clock)
     with meter:
         clock.now = BACKLOGGED + 0.05

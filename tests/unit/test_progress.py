@@ -7,25 +7,18 @@ import sys
 
 from job import progress
 from job.progress import CLEAR_LINE, ProgressDisplay, clock_text
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.common.clock import ManualClock
 
 
 def test_before_any_rows_it_says_how_long_it_has_been_starting():
-    clock = Clock()
+    clock = ManualClock(100.0)
     display = ProgressDisplay("ray", 10_000, io.StringIO(), live=False, clock=clock)
     clock.now += 12
     assert display.text() == "ray: 0/10,000 images (0%), starting (12 s)"
 
 
 def test_the_rate_leaves_start_up_out_and_gives_the_time_left():
-    clock = Clock()
+    clock = ManualClock(100.0)
     display = ProgressDisplay("spark", 10_000, io.StringIO(), live=False, clock=clock)
     clock.now += 30  # start-up: not part of the rate
     display.advance(1_000)

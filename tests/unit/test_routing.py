@@ -7,19 +7,12 @@ import pytest
 from preprocess import preprocess_batch
 from preprocess.routed import preprocess_routed
 from preprocess.routing import AutoPolicy, DecodeRouter, DeviceFeedback
+from tests.common.clock import ManualClock
 from tests.common.datasets import mixed_rows
 
 STARVED = DeviceFeedback(idle_fraction=0.4, queued_batches=0)
 BACKLOGGED = DeviceFeedback(idle_fraction=0.0, queued_batches=4)
 BALANCED = DeviceFeedback(idle_fraction=0.01, queued_batches=1)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_forced_modes_ignore_feedback():
@@ -38,7 +31,7 @@ def test_unknown_mode_names_the_choices():
 
 
 def test_auto_moves_work_to_the_device_when_it_starves_and_back_when_it_is_backlogged():
-    clock = Clock()
+    clock = ManualClock()
     router = DecodeRouter("auto", AutoPolicy(initial_cpu_share=0.5, step=0.1, min_interval_s=2), clock)
     for _ in range(3):
         clock.now += 2
@@ -54,7 +47,7 @@ def test_auto_moves_work_to_the_device_when_it_starves_and_back_when_it_is_backl
 
 
 def test_auto_waits_between_decisions_for_the_last_one_to_show():
-    clock = Clock()
+    clock = ManualClock()
     router = DecodeRouter("auto", AutoPolicy(min_interval_s=2), clock)
     clock.now = 2
     router.feedback(STARVED)
@@ -65,7 +58,7 @@ def test_auto_waits_between_decisions_for_the_last_one_to_show():
 
 
 def test_a_busy_worker_does_not_take_more_even_when_the_device_is_backlogged():
-    clock = Clock()
+    clock = ManualClock()
     router = DecodeRouter("auto", AutoPolicy(min_interval_s=2), clock)
     clock.now = 10
     router.record_batch(busy_seconds=9.8, decoded=100, decode_seconds=9.0)
