@@ -30,7 +30,7 @@ from preprocess.device_stage import DeviceStage
 from preprocess.routed import preprocess_routed
 from preprocess.routing import DecodeRouter
 from preprocess.recipe import Recipe
-from job.synthetic import encode, synthetic_image
+from job.sample.synthetic import encode, synthetic_image
 
 WARMUP_CALLS = 3  # cuDNN autotuning, nvJPEG/nvImageCodec buffers, first allocations
 

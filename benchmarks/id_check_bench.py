@@ -1,4 +1,4 @@
-"""What the id check (``job.unique_ids``) costs the driver: seconds per million ids, local Parquet.
+"""What the id check (``job.input.unique_ids``) costs the driver: seconds per million ids, local Parquet.
 
     python -m benchmarks.id_check_bench --ids 5000000 --files 50
 
@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.common import add_results_option, append_result
-from job.dataset_check import read_footers
-from job.unique_ids import ID_READ_THREADS, check_unique_ids
+from job.input.dataset_check import read_footers
+from job.input.unique_ids import ID_READ_THREADS, check_unique_ids
 from storage import resolve
 
 ROW_GROUP_ROWS = 1024  # what make_dataset writes for images: many row groups per file, as in real inputs

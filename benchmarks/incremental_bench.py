@@ -22,8 +22,8 @@ import tempfile
 import time
 
 from benchmarks.common import add_results_option, append_result
-from job.data_files import list_data_files
-from job.synthetic import synthetic_rows, write_file
+from job.input.data_files import list_data_files
+from job.sample.synthetic import synthetic_rows, write_file
 from runners import ENGINES
 from storage import resolve
 

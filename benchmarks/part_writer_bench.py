@@ -2,13 +2,13 @@
 
     python -m benchmarks.part_writer_bench [--rows 2048] [--repeats 5]
 
-Builds one input file's output rows with ``job.rows.prediction_table`` (top-5 and random ResNet50-
+Builds one input file's output rows with ``job.output.rows.prediction_table`` (top-5 and random ResNet50-
 sized embeddings: |N(0, 1)| as float16 or float32, which compress about as little as real pooled
 features) and commits them with ``Parts.write`` into a local temporary prefix, as every engine's
 writer does: cast, Parquet serialisation, write, rename. Each variant's best of ``--repeats`` is
 kept (process CPU time, so other load on the machine moves it little). One more line writes the
 same float16 rows with Parquet's default, a dictionary tried on every column: the choice
-``job.parts`` made against. The pipeline meter (``benchmarks.pipeline_bench --embeddings``) measures
+``job.output.parts`` made against. The pipeline meter (``benchmarks.pipeline_bench --embeddings``) measures
 the same cost inside a whole Ray run, where the driver also receives the rows.
 """
 
@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 from benchmarks.common import add_results_option, append_result
 from job.config import JobConfig
 from job.execution import Capabilities, Devices, Execution, decide, model_for
-from job.parts import Parts
-from job.plan import InputFile
-from job.rows import output_schema, prediction_table
+from job.output.parts import Parts
+from job.input.plan import InputFile
+from job.output.rows import output_schema, prediction_table
 from storage import resolve
 
 VARIANTS = {  # name: (--embeddings, --embedding-dtype)

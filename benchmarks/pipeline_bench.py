@@ -31,8 +31,8 @@ from benchmarks.common import add_results_option, append_result
 from job.config import JobConfig
 from job.driver import EngineRun, Job
 from job.execution import Execution
-from job.parts import with_position
-from job.rows import prediction_table
+from job.output.parts import with_position
+from job.output.rows import prediction_table
 from job.stages import Batch, PixelBatch
 from job.timeline import with_model_time
 from runners import make_dataset, ray_job

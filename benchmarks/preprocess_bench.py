@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks.common import add_results_option, append_result
 from inference.model import RECIPE
 from preprocess.recipe import IMAGENET_RECIPE
-from job.synthetic import encode, synthetic_image
+from job.sample.synthetic import encode, synthetic_image
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
 
 SIZES = {"imagenet_500x375": (500, 375), "photo_12mp_4000x3000": (4000, 3000)}

@@ -49,7 +49,7 @@ class JobConfig:
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
     # On a finished output: run only the input files added or changed since (by size and modification
-    # time), drop the parts of files gone, keep the rest unread (job.table). Implies --resume's keeping.
+    # time), drop the parts of files gone, keep the rest unread (job.output.table). Implies --resume's keeping.
     incremental: bool = False
     keep_removed: bool = False  # --incremental: keep the parts of input files that are gone (default: delete them)
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu

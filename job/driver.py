@@ -8,15 +8,15 @@ when the input has nothing new:
 - ``prepare_job`` does everything that can fail before any work: the built-in sample, the model
   (``job.execution.model_for``: weights, architecture, class names, recipe; described first, so a
   bad checkpoint, labels file or recipe stops the job before the output is touched, and before
-  100 workers try), the output's lease (``job.lease``: one run per output prefix), the table an
-  incremental run continues (``job.table``), the input plan (``job.plan``: the dataset checks, on
-  the new files only when incremental), the output prefix (``job.prefix``: refuse, clear, or
+  100 workers try), the output's lease (``job.lease.lease``: one run per output prefix), the table an
+  incremental run continues (``job.output.table``), the input plan (``job.input.plan``: the dataset checks, on
+  the new files only when incremental), the output prefix (``job.output.prefix``: refuse, clear, or
   keep parts).
 - ``decide_job`` then fixes how the run computes, once, from the config, the described model,
   the engine's capabilities and the devices the started engine reports (``job.execution``: the
   ``Execution`` carries the model to every worker), and checks that what the run keeps was made
   the same way. The engine gets a frozen ``Job``: it reads it, never
-  rewrites it, runs ``job.pending`` and commits one part per input file through ``job.parts``.
+  rewrites it, runs ``job.pending`` and commits one part per input file through ``job.output.parts``.
 - ``job.finish.finish_job`` verifies the table, writes its ids index and the manifest last.
 The lease is renewed from prepare to the manifest and released after, whatever happened; a
 crashed process's lease stops being renewed and expires.
@@ -36,19 +36,23 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from job import prefix, progress, report, sample
+from job.output import prefix
+
+from job import progress, report
+
+from job.sample import sample
 from job.config import JobConfig
-from job.data_files import list_data_files
+from job.input.data_files import list_data_files
 from job.errors import JobError
 from job.execution import Devices, Execution, decide, model_for
 from job.finish import finish_job
-from job.incremental import check_new_ids
-from job.lease import LeaseOwner, OutputLease
+from job.output.incremental import check_new_ids
+from job.lease.lease import LeaseOwner, OutputLease
 from job.manifest import MANIFEST, Manifest
-from job.parts import STAGING, Parts, input_relpath, output_options, part_name
-from job.plan import InputPlan, plan_input
-from job.rows import output_schema
-from job.table import Snapshot, columns_of, unchanged_files
+from job.output.parts import STAGING, Parts, input_relpath, output_options, part_name
+from job.input.plan import InputPlan, plan_input
+from job.output.rows import output_schema
+from job.output.table import Snapshot, columns_of, unchanged_files
 from storage import Location, require_bucket, resolve
 
 if TYPE_CHECKING:

@@ -14,5 +14,5 @@ class DataError(RuntimeError):
     """The input's data stopped the run after work began; one line naming the file and the fix.
 
     Deterministic: running the same input again meets it again, so engines must not retry it
-    (``job.parts.FAILED`` carries it to where the rows are gathered instead of raising in a worker).
+    (``job.output.parts.FAILED`` carries it to where the rows are gathered instead of raising in a worker).
     """

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from job import prefix, report
+from job.output import prefix
+
+from job import report
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
-from job.plan import InputFile
-from job.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
+from job.input.plan import InputFile
+from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
 from job.timeline import summarize
-from job.verify import PartFacts, verify
+from job.output.verify import PartFacts, verify
 from storage import Location, storage_errors
 
 if TYPE_CHECKING:

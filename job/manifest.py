@@ -54,7 +54,7 @@ class Manifest:
     output: str
     config: dict  # JobConfig.to_dict(): the options as given
     execution: dict  # job.execution.Execution.to_dict(): how the run computed, as the driver decided it
-    output_options: dict  # what --resume compares (job.parts.output_options)
+    output_options: dict  # what --resume compares (job.output.parts.output_options)
     counts: Counts
     input_files: InputFiles
     seconds: float  # the engine's run: start of the engine to the last part committed
@@ -66,7 +66,7 @@ class Manifest:
     hardware: dict
     settings: dict = field(default_factory=dict)  # the engine's own facts (actors, master, shards...)
     manifest: str = ""  # this file's URI
-    # The table's snapshot (job.table.Snapshot): each input file's part, the input's identity, the
+    # The table's snapshot (job.output.table.Snapshot): each input file's part, the input's identity, the
     # ids index, what this run added, replaced and removed. None in manifests of older versions.
     table: dict | None = None
 

@@ -2,7 +2,7 @@
 
 ``job.driver.run_job`` opens it around the engine's work (``showing``); the engine's driver side
 calls ``advance(rows)`` as it learns that rows are done, from the same events the timeline uses:
-``job.parts.PartCollector`` on Ray and local (each block or batch), Spark's task accumulator
+``job.output.parts.PartCollector`` on Ray and local (each block or batch), Spark's task accumulator
 (each finished task), SageMaker's shards (each ``.out``). Without a display open (an executor,
 a test calling an engine's internals) ``advance`` does nothing.
 

@@ -3,7 +3,7 @@
 - ``Preprocess`` (CPU; no torch): an input file (or a record batch) -> ``PixelBatch`` (every
   row decoded here: ``--decode cpu``, and raw pixels) or ``SplitBatch`` (``--decode gpu|auto``:
   each JPEG screened, decoded here or left encoded for the device, by ``preprocess.routing``).
-- ``Classify`` (the model's device): either batch -> the output rows (``job.rows``), by type:
+- ``Classify`` (the model's device): either batch -> the output rows (``job.output.rows``), by type:
   predictions with class names and/or embeddings, as the plan says.
 Both take the run's ``Execution`` (``job.execution``), which the driver decided once: the model
 (weights, class names, recipe), the decode mode, the device, batch size, precision, compile and
@@ -27,9 +27,9 @@ import pyarrow as pa
 from job.config import JobConfig
 from job.errors import DataError, JobError
 from job.execution import Execution
-from job.parts import failure_positions, positions, with_position
-from job.plan import SHAPE_COLUMNS, InputPlan, read_planned
-from job.rows import prediction_table
+from job.output.parts import failure_positions, positions, with_position
+from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
+from job.output.rows import prediction_table
 from job.timeline import with_model_time
 from preprocess import preprocess_batch
 from preprocess.routed import RoutedBatch, preprocess_routed
@@ -81,7 +81,7 @@ class Preprocess:
         """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position.
 
         A ``DataError`` reading it (a damaged page, a null id) ends the file with one ``FAILED``
-        row carrying the error, which the part collector raises (``job.parts``).
+        row carrying the error, which the part collector raises (``job.output.parts``).
         """
         try:
             for start, ids, records in read_planned(plan, index, batch_rows):

@@ -6,7 +6,7 @@ What a user writes without an engine: a ``torch.utils.data.IterableDataset`` ove
 planned input files, sharded across ``DataLoader`` worker processes (``get_worker_info``),
 each worker reading its files with pyarrow and yielding preprocessed uint8 batches; the
 main process classifies them on one device (CUDA when there is one, with pinned memory) and
-commits each input file's part as soon as all its rows are in (``job.parts``).
+commits each input file's part as soon as all its rows are in (``job.output.parts``).
 Same preprocessing, model and output as the Ray, Spark and SageMaker jobs.
 """
 
@@ -29,8 +29,8 @@ from job.driver import EngineRun, Job
 from job.engine import Engine
 from job.execution import Capabilities, Devices, Execution, this_machine
 from job.feedback import IdleMeter, SharedFeedback
-from job.parts import PartCollector
-from job.plan import InputPlan
+from job.output.parts import PartCollector
+from job.input.plan import InputPlan
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import device_seconds_of
 
@@ -79,7 +79,7 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
     for batch, pixels in loader:
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned

@@ -3,7 +3,7 @@
 Rows are ``id`` (string) and ``image``: encoded bytes (``--format jpeg|png|webp``), or the
 reference benchmark's raw uint8 pixels (``--format raw``: 256x256x3, with
 ``height``/``width``/``channels`` columns so the job knows the shape). Images are synthetic
-(``job.synthetic``: photo-like, one process per file, the same for a seed whatever
+(``job.sample.synthetic``: photo-like, one process per file, the same for a seed whatever
 ``--workers``), or the files of ``--from-folder DIR`` as they are.
 
     python -m runners.make_dataset --output s3://bucket/images/ --images 10000 --format jpeg
@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 
 from job.cli import positive_int, run_main
 from job.errors import JobError
-from job.synthetic import FORMATS, Row, SyntheticSpec, write_dataset, write_synthetic
+from job.sample.synthetic import FORMATS, Row, SyntheticSpec, write_dataset, write_synthetic
 from storage import require_bucket, resolve
 
 DEFAULT_IMAGES = 256

@@ -6,7 +6,7 @@ The pipeline is one chained expression: the planned input files -> ``RayPreproce
 actor pool that reads each file and decodes, resizes and crops to uint8) -> ``RayClassify`` (a
 fixed pool of one actor per GPU, model loaded once per actor) -> the driver, which consumes
 the stream of predictions (about 100 bytes a row) and commits each input file's part the
-moment all its rows have arrived (``job.parts``). With no arguments it runs the built-in
+moment all its rows have arrived (``job.output.parts``). With no arguments it runs the built-in
 sample on a local Ray; ``--address`` (or ``RAY_ADDRESS``, as ``ray job submit`` sets it)
 joins an existing cluster. Ray starts while the driver plans the input (``job.driver``).
 
@@ -42,8 +42,8 @@ from job.driver import EngineRun, Job
 from job.engine import Engine
 from job.execution import Capabilities, Execution
 from job.feedback import IdleMeter
-from job.parts import FILE, PartCollector
-from job.plan import InputPlan
+from job.output.parts import FILE, PartCollector
+from job.input.plan import InputPlan
 from job.stages import Classify, Preprocess
 from job.timeline import device_seconds_of
 from runners.ray.blocks import batch_of, block_of
@@ -132,7 +132,7 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
 
     Returns the collector (its progress is the run's timeline) and the model's device seconds.
     """
-    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
     # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
     batches = iter(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
     # closing: a run the collector stops (a DataError) shuts Ray Data's executor down now, not

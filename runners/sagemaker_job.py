@@ -31,7 +31,7 @@ from job.driver import EngineRun, Job
 from job.engine import Engine
 from job.errors import JobError
 from job.execution import Capabilities, Devices, this_machine
-from job.parts import STAGING
+from job.output.parts import STAGING
 from runners.sagemaker import aws, container, local_transform, package, server, wheels
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.instances import devices_of

@@ -41,7 +41,7 @@ from job.driver import EngineRun, Job
 from job.engine import Engine
 from job.errors import DataError, JobError
 from job.execution import Capabilities
-from job.parts import FILE, ROW
+from job.output.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
 from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark.udfs import (

@@ -1,6 +1,6 @@
 """Conditional writes of one small object: create only if absent, replace or delete only if unchanged.
 
-The primitives a lease needs (``job.lease``), on S3 and on local paths alike:
+The primitives a lease needs (``job.lease.lease``), on S3 and on local paths alike:
 ``create_exclusive`` (S3 ``If-None-Match: *``), ``read_versioned`` (the bytes and a version:
 the S3 ETag, or a SHA-256 of the bytes locally), ``replace_if`` and ``delete_if`` (S3
 ``If-Match``). A write returns the version it made, or None when its condition failed. pyarrow's S3 filesystem cannot send conditional headers, so S3 goes through a

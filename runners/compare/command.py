@@ -43,13 +43,14 @@ require_extra("compare", __name__)  # before matplotlib's import (runners.compar
 from inference import ModelSpec, choose_device, load_model  # noqa: E402
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE, LoadedModel
-from job import report, sample
+from job import report
+from job.sample import sample
 from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, decide, model_for, this_machine
 from job.manifest import MANIFEST, Manifest, read_manifest
-from job.plan import InputPlan, plan_input, read_file
+from job.input.plan import InputPlan, plan_input, read_file
 from job.stages import image_cells
 from preprocess import preprocess_batch
 from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform

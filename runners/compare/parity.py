@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.manifest import read_manifest
-from job.rows import EMBEDDING
+from job.output.rows import EMBEDDING
 from storage import resolve, storage_errors
 
 MAX_EXAMPLES = 5

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from job.parts import FILE, ROW, with_position
+from job.output.parts import FILE, ROW, with_position
 from job.stages import Batch, PixelBatch, SplitBatch
 from preprocess.routed import RoutedBatch
 

@@ -22,7 +22,7 @@ import ray
 
 from job.errors import JobError
 from job.execution import Devices
-from job.reaper import Reaper
+from job.lease.reaper import Reaper
 from runners.ray import quiet
 from storage import StorageError
 
@@ -49,7 +49,7 @@ class RaySession:
     def __enter__(self) -> RaySession:
         if not ray.is_initialized():  # a notebook or test may have started Ray already
             # Ray's daemons die with this driver, not the agents its raylet starts: if this process
-            # is killed (SIGKILL, OOM), the reaper takes down what it started (see job.reaper).
+            # is killed (SIGKILL, OOM), the reaper takes down what it started (see job.lease.reaper).
             self.reaper = Reaper.start()
             try:
                 with nullcontext() if self.verbose else quiet.quiet_auth_notice():

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from job.rows import error_table
+from job.output.rows import error_table
 from runners.sagemaker.serving.handler import ID_COLUMN
 from runners.sagemaker.shard import FileShards
 from storage import Location, storage_errors
@@ -37,7 +37,7 @@ def assemble(
     shard_done: Callable[[float, int], object] | None = None,
 ) -> list[str]:
     """Call ``write(index, rows)`` once per input file with all its output rows, in ``schema``
-    (the job's ``job.rows.output_schema``, which every ``.out`` must have).
+    (the job's ``job.output.rows.output_schema``, which every ``.out`` must have).
 
     Returns the shards that had no usable ``.out`` (their rows are error rows).
 

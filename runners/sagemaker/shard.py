@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runners.sagemaker.serving.handler import ID_COLUMN
-from job.plan import SHAPE_COLUMNS, InputPlan, read_file
+from job.input.plan import SHAPE_COLUMNS, InputPlan, read_file
 from storage import Location, storage_errors
 
 MB = 1024 * 1024

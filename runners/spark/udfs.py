@@ -9,7 +9,7 @@ gets the run's ``Job`` (``job.driver``): its config, its decided ``Execution`` a
 - ``ReadAndPreprocess`` + ``series_predict`` + ``WriteParts`` (``--udf series``): the
   reference benchmark's shape, where a Series pandas UDF builds the model on every batch.
 
-Each input file gets one part, committed atomically once all its rows are in (``job.parts``)
+Each input file gets one part, committed atomically once all its rows are in (``job.output.parts``)
 under a name that depends only on the input file: a retried or speculative attempt rewrites
 the same part whole and never adds a second one.
 """
@@ -33,8 +33,8 @@ from job.driver import Job
 from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
-from job.parts import FILE, ROW, PartCollector
-from job.rows import EMBEDDING, embedding_column, output_schema
+from job.output.parts import FILE, ROW, PartCollector
+from job.output.rows import EMBEDDING, embedding_column, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
 

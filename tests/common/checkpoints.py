@@ -8,7 +8,7 @@ and recipe beside the state dict. It returns the torchvision module itself: the 
 
 A random network's pooled features barely differ between images, so a random head gives every
 image the same class and a top-1 comparison proves little. The head is therefore fitted to how
-features spread over the project's synthetic photos (``job.synthetic``): top-1 then varies from
+features spread over the project's synthetic photos (``job.sample.synthetic``): top-1 then varies from
 image to image and logits stay moderate (std about 3), so softmax ties do not blur top-k.
 
 Written with torch and torchvision directly, never with the project's loader, so a test of the

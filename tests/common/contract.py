@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.execution import Execution
-from job.rows import output_schema
+from job.output.rows import output_schema
 from storage import resolve
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from job.synthetic import synthetic_rows, write_dataset
+from job.sample.synthetic import synthetic_rows, write_dataset
 from storage import resolve
 from tests.common.images import bad_images, odd_images
 

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 from PIL import Image
 
-from job.synthetic import synthetic_image
+from job.sample.synthetic import synthetic_image
 
 
 def photo(width: int = 320, height: int = 240, seed: int = 0) -> Image.Image:

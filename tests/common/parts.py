@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from job.manifest import Counts, InputFiles, Manifest, Timeline
-from job.parts import STAGING, Parts, output_options
+from job.output.parts import STAGING, Parts, output_options
 from job.config import JobConfig
-from job.rows import error_table, output_schema
-from job.plan import InputFile, plan_input
+from job.output.rows import error_table, output_schema
+from job.input.plan import InputFile, plan_input
 from storage import resolve
 from tests.common.plans import cpu_execution
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from job.config import JobConfig
 from job.execution import Execution
-from job.rows import output_schema
+from job.output.rows import output_schema
 from runners.sagemaker import package
 from runners.sagemaker.serving import handler
 from tests.common.datasets import mixed_rows

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.cli import run_main
-from job.parts import part_name
-from job.synthetic import synthetic_rows
+from job.output.parts import part_name
+from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.damage import garble_page

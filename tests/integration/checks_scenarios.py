@@ -17,8 +17,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.cli import run_main
-from job.lease import LEASE_NAME, LeaseOwner, LeaseRecord
-from job.synthetic import synthetic_rows, write_dataset
+from job.lease.lease import LEASE_NAME, LeaseOwner, LeaseRecord
+from job.sample.synthetic import synthetic_rows, write_dataset
 from storage import Location, resolve
 from storage.conditional import create_exclusive
 from tests.common.contract import assert_output_contract, read_output

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.synthetic import synthetic_rows
+from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import read_output
 from tests.integration.checks_scenarios import files_under, job_args

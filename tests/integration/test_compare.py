@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.cli import run_main
-from job.synthetic import synthetic_rows, write_dataset
+from job.sample.synthetic import synthetic_rows, write_dataset
 from runners import compare
 from runners.compare import report as compare_report
 from runners.compare.parity import check_parity, read_outcomes

@@ -7,11 +7,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from job.parts import part_name
+from job.output.parts import part_name
 from runners import make_dataset, ray_job
 from job.cli import run_main
 from job.config import JobConfig
-from job.plan import plan_input, read_file
+from job.input.plan import plan_input, read_file
 from job.stages import Classify, Preprocess
 from storage import resolve
 from job import progress

@@ -2,10 +2,10 @@
 
 The job runs as a real subprocess (``python -m runners.ray_job`` / ``runners.spark_job``) in
 its own session; once a part is committed, it gets SIGKILL: on Ray the driver alone (what the
-OOM killer does), and no process it started may outlive it for long (``job.reaper``); on Spark
+OOM killer does), and no process it started may outlive it for long (``job.lease.reaper``); on Spark
 the whole process group (driver, JVM, workers). No manifest may exist then, and every part
 present must hold its whole input file. The killed run leaves its output lease behind
-(``job.lease``), but its process is provably gone on this host: ``--resume``, run at once,
+(``job.lease.lease``), but its process is provably gone on this host: ``--resume``, run at once,
 takes the lease over, skips the committed files (their parts are not rewritten) and ends with
 exactly one row per id.
 """
@@ -23,10 +23,10 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from job.lease import LEASE_NAME
+from job.lease.lease import LEASE_NAME
 from job.manifest import MANIFEST
-from job.parts import STAGING, read_part_record
-from job.prefix import list_parts
+from job.output.parts import STAGING, read_part_record
+from job.output.prefix import list_parts
 from runners import make_dataset, ray_job, spark_job
 from job.cli import run_main
 from storage import resolve

@@ -16,8 +16,8 @@ from runners import sagemaker_job
 from job import progress
 from job.cli import run_main
 from job.config import JobConfig
-from job.plan import plan_input, read_file
-from job.rows import prediction_table
+from job.input.plan import plan_input, read_file
+from job.output.rows import prediction_table
 from job.stages import Classify, Preprocess
 from runners.sagemaker import aws, container
 from storage import resolve

@@ -7,7 +7,7 @@ import pytest
 
 from runners import spark_job
 from job.cli import run_main
-from job.synthetic import synthetic_rows, write_dataset
+from job.sample.synthetic import synthetic_rows, write_dataset
 from storage import resolve
 from job import progress
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output

@@ -28,8 +28,8 @@ import torch
 from inference.labels import names_sha256
 from job.cli import run_main
 from job.manifest import MANIFEST
-from job.parts import read_part_record
-from job.synthetic import synthetic_rows, write_dataset
+from job.output.parts import read_part_record
+from job.sample.synthetic import synthetic_rows, write_dataset
 from preprocess import preprocess_batch
 from preprocess.recipe import IMAGENET_RECIPE
 from runners import local_job, sagemaker_job, spark_job

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from job.config import JobConfig
-from job.plan import plan_input, read_file
+from job.input.plan import plan_input, read_file
 from storage import resolve
 from tests.common.datasets import write_mixed
 

@@ -6,10 +6,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from job.data_files import list_data_files
-from job.dataset_check import check_dataset
+from job.input.data_files import list_data_files
+from job.input.dataset_check import check_dataset
 from job.errors import JobError
-from job.id_hash import id_hashes
+from job.input.id_hash import id_hashes
 from storage import Location, resolve
 
 
@@ -187,7 +187,7 @@ def test_without_the_id_check_the_footers_null_counts_refuse_null_ids(root):
     assert check(root, check_ids=False, limit=4).ids_checked is None  # past --limit
     with root.filesystem.open_output_stream(root.join("a.parquet")) as out:  # a writer that records no statistics
         pq.write_table(images(["a", None]), out, write_statistics=False)
-    assert check(root, check_ids=False).rows == 2  # left to the reader, which stops the run at the null (job.plan)
+    assert check(root, check_ids=False).rows == 2  # left to the reader, which stops the run at the null (job.input.plan)
 
 
 def test_files_without_rows_are_left_out(root):

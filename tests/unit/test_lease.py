@@ -15,7 +15,7 @@ import pytest
 from job.config import JobConfig
 from job.driver import EngineRun, Job, run_job
 from job.errors import JobError
-from job.lease import LEASE_NAME, LeaseOwner, OutputLease
+from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
 from storage import Location, resolve
 from storage.conditional import create_exclusive, delete_if, read_versioned, replace_if
 from tests.common.datasets import write_mixed

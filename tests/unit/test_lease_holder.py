@@ -17,15 +17,15 @@ import time
 import pytest
 
 from job.errors import JobError
-from job.lease import LEASE_NAME, LeaseOwner, LeaseRecord, OutputLease
-from job.processes import read_stat
+from job.lease.lease import LEASE_NAME, LeaseOwner, LeaseRecord, OutputLease
+from job.lease.processes import read_stat
 from storage import Location, resolve
 from storage.conditional import create_exclusive, read_versioned
 
 # Takes the output's lease as a real run does, says so, then waits to be killed.
 HOLD_THE_LEASE = """
 import sys, time
-from job.lease import LeaseOwner, OutputLease
+from job.lease.lease import LeaseOwner, OutputLease
 from storage import resolve
 OutputLease.acquire(resolve(sys.argv[1], sys.argv[2] or None), LeaseOwner.this_process("crashed"), ttl_s=600)
 print("held", flush=True)

@@ -1,11 +1,11 @@
-"""python -m runners.make_dataset: the options reach job.synthetic, and --from-folder writes files as they are."""
+"""python -m runners.make_dataset: the options reach job.sample.synthetic, and --from-folder writes files as they are."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
 
-from job.synthetic import SyntheticSpec, write_synthetic
+from job.sample.synthetic import SyntheticSpec, write_synthetic
 from runners import make_dataset
 from job.cli import run_main
 from storage import resolve

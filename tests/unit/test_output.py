@@ -10,7 +10,7 @@ import pytest
 
 from inference import Predictions
 from job.config import JobConfig
-from job.rows import error_table, output_schema, prediction_table
+from job.output.rows import error_table, output_schema, prediction_table
 from tests.common.plans import cpu_execution
 
 PLAN = cpu_execution(JobConfig(input=None, output=None, weights="random", topk=3))

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import DataError
-from job.parts import PartCollector, failure_positions, positions, with_position
+from job.output.parts import PartCollector, failure_positions, positions, with_position
 from tests.common.datasets import write_mixed
 from tests.common.parts import job_parts, predictions
 

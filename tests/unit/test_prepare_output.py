@@ -1,4 +1,4 @@
-"""What an existing output prefix means (job.prefix): refuse, clear, or keep the parts of a killed run."""
+"""What an existing output prefix means (job.output.prefix): refuse, clear, or keep the parts of a killed run."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.manifest import write_manifest
-from job.parts import Parts
-from job.prefix import list_parts
+from job.output.parts import Parts
+from job.output.prefix import list_parts
 from job.config import JobConfig
 from job.errors import JobError
-from job.lease import LEASE_NAME, LeaseOwner, OutputLease
-from job.prefix import OutputState, prepare_output, require_same_options
+from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
+from job.output.prefix import OutputState, prepare_output, require_same_options
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
 

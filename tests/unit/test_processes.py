@@ -6,7 +6,7 @@ import os
 import socket
 import subprocess
 
-from job.processes import MachineIdentity, descendants, is_gone, read_stat
+from job.lease.processes import MachineIdentity, descendants, is_gone, read_stat
 
 
 def test_a_process_is_gone_once_it_ended_or_its_pid_names_another():

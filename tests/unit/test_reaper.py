@@ -16,13 +16,13 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from job.reaper import POLL_S
+from job.lease.reaper import POLL_S
 from benchmarks.harness.processes import still_running
 
 # Prints the pids of its older helper, its watchdog and its new helper; says goodbye when told.
 DRIVER = """
 import subprocess, sys, time
-from job.reaper import Reaper
+from job.lease.reaper import Reaper
 older = subprocess.Popen(["sleep", "600"])
 reaper = Reaper.start()
 helper = subprocess.Popen(["sh", "-c", "sleep 600 & exec sleep 600"])  # a helper whose child outlives it

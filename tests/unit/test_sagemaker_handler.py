@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
-from job.rows import output_schema
+from job.output.rows import output_schema
 from runners.sagemaker.serving import codecs, handler
 from job.stages import Classify, Preprocess
 from tests.common.datasets import BAD_REASONS, mixed_rows

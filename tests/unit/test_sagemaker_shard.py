@@ -10,11 +10,11 @@ import pytest
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.rows import output_schema
+from job.output.rows import output_schema
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
-from job.plan import plan_input
+from job.input.plan import plan_input
 from storage import resolve
 from tests.common.plans import cpu_execution
 

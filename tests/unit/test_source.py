@@ -1,6 +1,6 @@
 """Input planning: files, row counts, --limit, ids, and clear refusals before any work.
 
-``plan_input`` wires ``job.data_files`` and ``job.dataset_check`` (unit-tested on their own in
+``plan_input`` wires ``job.input.data_files`` and ``job.input.dataset_check`` (unit-tested on their own in
 test_dataset_check.py); these tests hold the plan to what those checks decided.
 """
 
@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
-from job.damaged import damaged_row_group
+from job.input.damaged import damaged_row_group
 from job.errors import DataError, JobError
-from job.plan import plan_input, read_file
+from job.input.plan import plan_input, read_file
 from storage import resolve
 from tests.common.damage import garble_page
 

@@ -1,4 +1,4 @@
-"""job.synthetic: the same dataset for a seed whatever the process count, locally and on S3."""
+"""job.sample.synthetic: the same dataset for a seed whatever the process count, locally and on S3."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import JobError
-from job.synthetic import RAW_SHAPE, ROW_GROUP_ROWS, SyntheticSpec, write_synthetic
+from job.sample.synthetic import RAW_SHAPE, ROW_GROUP_ROWS, SyntheticSpec, write_synthetic
 from storage import StorageError, resolve
 
 SMALL = SyntheticSpec(images=10, size=(64, 48), seed=7, rows_per_file=3)

@@ -2,14 +2,14 @@
 
 Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``inference``,
 ``storage`` and ``runners`` packages, so the container runs exactly the code Ray and Spark
-run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.rows``.
+run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.output.rows``.
 The PyTorch container's default ``model_fn`` loads only TorchScript; ours runs the driver's
 plan for the job (``job.execution.Execution``) that ``serving.json`` carries, model included
 (architecture, class names, recipe; its weights ``model.pth`` in the model dir, or seeded
 random ones): the container decides nothing the driver already decided.
 
 A request is one Parquet shard with an ``id`` column and the image column (see
-``runners.sagemaker.shard``); the response is Parquet in the job's ``job.rows.output_schema``:
+``runners.sagemaker.shard``); the response is Parquet in the job's ``job.output.rows.output_schema``:
 the same columns as every engine writes (class names, embeddings).
 """
 
@@ -26,7 +26,7 @@ from inference.names import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Execution
-from job.rows import output_schema
+from job.output.rows import output_schema
 from job.stages import Classify, Preprocess
 from runners.sagemaker.serving import codecs
 

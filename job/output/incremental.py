@@ -1,8 +1,8 @@
 """What an incremental run checks before any work: the new files' ids against the table's.
 
-The id check (``job.unique_ids``) holds the new and changed input files' ids unique among
+The id check (``job.input.unique_ids``) holds the new and changed input files' ids unique among
 themselves; ``check_new_ids`` holds them against the ids of the parts the run keeps, through the
-table's index (``job.table``: every part's ids as 64-bit hashes), so no old part is read unless a
+table's index (``job.output.table``: every part's ids as 64-bit hashes), so no old part is read unless a
 hash repeats, and then only the parts holding it, to confirm by value.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from job.errors import JobError
-from job.plan import InputFile, InputPlan
-from job.table import read_index
-from job.unique_ids import hashes_of, places_of
-from job.verify import ids_hashed_to
+from job.input.plan import InputFile, InputPlan
+from job.output.table import read_index
+from job.input.unique_ids import hashes_of, places_of
+from job.output.verify import ids_hashed_to
 from storage import Location
 
 

@@ -6,7 +6,7 @@ are no image), so a first run shows both sides of the output contract.
 
 from __future__ import annotations
 
-from job.synthetic import Row, synthetic_rows, write_dataset
+from job.sample.synthetic import Row, synthetic_rows, write_dataset
 from storage import resolve
 
 SAMPLE_IMAGES = 48

@@ -3,7 +3,7 @@
 Every finished run's manifest carries the table's ``Snapshot``: for each input file (its path
 relative to ``--input``) the part that holds it, the input's identity when that part was made
 (size, modification time), and its rows and error rows. Beside the parts, ``_index/<run id>.parquet``
-(named by the snapshot) holds every part's ids as 64-bit hashes (``job.id_hash``), 8 bytes an id.
+(named by the snapshot) holds every part's ids as 64-bit hashes (``job.input.id_hash``), 8 bytes an id.
 
 An incremental run (``--incremental``) reads the last manifest, lists the input, and ``diff``s
 the two: unchanged files keep their parts unread; added and changed files run; removed files
@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.columns import InputColumns
-from job.data_files import FileIdentity
-from job.plan import InputFile, InputPlan
+from job.input.columns import InputColumns
+from job.input.data_files import FileIdentity
+from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
 INDEX_DIR = "_index"  # <output>/_index/<run id>.parquet: (input_file, id hashes) per part
@@ -38,7 +38,7 @@ class TableFile:
 
     part: str  # the part's name under the output prefix
     size: int  # the input file's identity when the part was made ...
-    mtime_ns: int | None  # ... (job.data_files.FileIdentity)
+    mtime_ns: int | None  # ... (job.input.data_files.FileIdentity)
     rows: int
     errored: int
     removed: bool = False  # --keep-removed: the input file is gone, its part kept

@@ -1,7 +1,7 @@
 """Refuse an input whose ids repeat, before any image is decoded: the output must hold each id once.
 
 ``check_unique_ids`` reads only the id column of every planned file, in parallel and in record
-batches, and keeps one 64-bit hash per id (``job.id_hash``): 8 bytes an id, whatever the ids'
+batches, and keeps one 64-bit hash per id (``job.input.id_hash``): 8 bytes an id, whatever the ids'
 length, about 80 MB for 10 million. Repeated hashes are then confirmed by value with a second
 read that keeps only the rows carrying them, so the refusal names a real id, its files and
 rows, and a hash collision is never reported. A null id is refused too, naming its file and row:
@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.columns import POSITIONAL_IDS
-from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
+from job.input.columns import POSITIONAL_IDS
+from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.errors import JobError
-from job.id_hash import id_hashes
+from job.input.id_hash import id_hashes
 from storage import Location, storage_errors
 from storage.errors import retry_short_range_reads
 

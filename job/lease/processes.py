@@ -1,7 +1,7 @@
 """Facts about processes on this machine, read from Linux's ``/proc``: enough to prove one is gone.
 
 Use it where a record names a process that may have died without cleaning up: a lease's holder
-(``job.lease_holder``), a driver whose helpers must die with it (``job.reaper``).
+(``job.lease.lease_holder``), a driver whose helpers must die with it (``job.lease.reaper``).
 
 A pid names a process only on one machine, in one boot, in one pid namespace (a container has
 its own; containers on one machine share the boot), and only while that process lives: a pid is

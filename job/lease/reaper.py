@@ -10,12 +10,12 @@ started meanwhile runs beside them. ::
     ...start them, work, shut them down...
     reaper.stop()  # the driver cleaned up itself
 
-``start`` runs a watchdog (``python -m job.reaper <driver pid>``) in its own session, so that a
+``start`` runs a watchdog (``python -m job.lease.reaper <driver pid>``) in its own session, so that a
 terminal's Ctrl-C or hang-up does not end it before the driver, and returns once it looked
 first. Every ``POLL_S`` it notes the driver's descendants started since (older ones are not
 its business). The driver holds the write end of the watchdog's stdin: when that closes
 without a goodbye, the driver has died, and the watchdog SIGKILLs every noted process that is
-still the same process (pid and start time; ``job.processes``) and all they started since.
+still the same process (pid and start time; ``job.lease.processes``) and all they started since.
 Linux only; elsewhere ``start`` returns None and nothing is watched.
 """
 
@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 
-from job.processes import MachineIdentity, descendants, is_gone, read_stat
+from job.lease.processes import MachineIdentity, descendants, is_gone, read_stat
 
 # How often the watchdog looks at the driver's descendants (one pass over /proc, a few ms). What
 # the driver itself starts less than this before it dies is missed (what noted helpers start is not).
@@ -50,7 +50,7 @@ class Reaper:
         # The watchdog imports this very package, wherever the driver found it.
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        watchdog = subprocess.Popen([sys.executable, "-m", "job.reaper", str(os.getpid())], stdin=subprocess.PIPE,
+        watchdog = subprocess.Popen([sys.executable, "-m", "job.lease.reaper", str(os.getpid())], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, start_new_session=True, env={**os.environ, "PYTHONPATH": path})
         ready = watchdog.stdout.readline()  # its first look is done: from here on, it sees what this process starts
         watchdog.stdout.close()

@@ -1,10 +1,10 @@
 """Check the input as a whole before any image is decoded: footers agree, ids are unique and never null.
 
-Use ``check_dataset`` once on the driver, on the files ``job.data_files.list_data_files``
+Use ``check_dataset`` once on the driver, on the files ``job.input.data_files.list_data_files``
 found. It reads every file's footer (in parallel: schema, row count, the id column's null
-count), holds every file's columns against the first file with rows (``job.columns``), drops
+count), holds every file's columns against the first file with rows (``job.input.columns``), drops
 files without rows, applies ``--limit``, and reads the id column of the files to run
-(``job.unique_ids``: no id null, none twice); with ``--skip-id-check`` only the footers' null
+(``job.input.unique_ids``: no id null, none twice); with ``--skip-id-check`` only the footers' null
 counts are held against the ids (a file whose footer has none is read as it is). Each problem is
 refused with one ``JobError`` line naming the file, the value and the fix, so nothing a footer
 or the id column can tell reaches a worker as a traceback or the end of a night as a failure.
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.columns import Footer, InputColumns, check_columns
+from job.input.columns import Footer, InputColumns, check_columns
 from job.errors import JobError
-from job.unique_ids import CheckedIds, check_unique_ids, first_null_id, null_id_problem
+from job.input.unique_ids import CheckedIds, check_unique_ids, first_null_id, null_id_problem
 from storage import Location, storage_errors
 
 # Footers are small; reading many at once hides S3 latency when planning thousands of files.

@@ -1,6 +1,6 @@
 """Tell a damaged input file from a failing store, when reading a Parquet file fails part-way.
 
-Footers are checked before any work (``job.dataset_check``), but a data page behind a valid
+Footers are checked before any work (``job.input.dataset_check``), but a data page behind a valid
 footer (a garbled page header, a corrupt compressed page) fails only when it is read. pyarrow
 raises the same ``OSError`` for that as for a store that stops answering, and the two need
 opposite answers: a store's failure is retried or reported as it is (``storage.errors``), a
@@ -8,7 +8,7 @@ damaged file fails every time and needs the file rewritten. So, when a read fail
 ``damaged_row_group`` fetches the bytes of the row groups the read was in (a store's failure is
 raised there, as its own) and decodes them again from memory, where no store can fail: bytes that
 arrive but do not decode make a damaged file, named with its row group and rows; anything else is
-the store's. Use it from a reader's ``except`` clause (``job.plan``, ``job.unique_ids``).
+the store's. Use it from a reader's ``except`` clause (``job.input.plan``, ``job.input.unique_ids``).
 """
 
 from __future__ import annotations

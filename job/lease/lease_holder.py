@@ -1,8 +1,8 @@
-"""Who holds an output's lease (``job.lease``), whether that run still lives, and what a run finding it should do.
+"""Who holds an output's lease (``job.lease.lease``), whether that run still lives, and what a run finding it should do.
 
 ``LeaseOwner`` names a run and its process: the run id, the host, the pid, and (on Linux) the
 machine's boot id and pid namespace and the process's start time, so that another run on the
-same host, boot and pid namespace can prove the holder died (``job.processes``): its pid is gone
+same host, boot and pid namespace can prove the holder died (``job.lease.processes``): its pid is gone
 or names a process started at another time. ``take_over_or_refuse`` decides: such a dead holder
 is replaced at once; any other is refused in one line saying until when its lease runs, and
 what to do meanwhile, until it expires and ``--resume``/``--overwrite`` may take it over.
@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from job.errors import JobError
-from job.processes import MachineIdentity, is_gone, read_stat
+from job.lease.processes import MachineIdentity, is_gone, read_stat
 
 
 @dataclass(frozen=True)

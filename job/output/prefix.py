@@ -2,12 +2,12 @@
 
 An output prefix holds::
 
-    part-<stem>-<8 hex>.parquet   one per input file, with every row of that file (job.parts)
+    part-<stem>-<8 hex>.parquet   one per input file, with every row of that file (job.output.parts)
     _SUCCESS.json                 written last, after every part was verified (job.manifest): the table's snapshot
-    _index/<run id>.parquet       the table's ids as hashes, named by the manifest (job.table)
+    _index/<run id>.parquet       the table's ids as hashes, named by the manifest (job.output.table)
     _history/<run id>.json        every finished run's manifest
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
-    _lease.json                   while a run writes the prefix: who, until when (job.lease)
+    _lease.json                   while a run writes the prefix: who, until when (job.lease.lease)
 
 Before any work, ``prepare_output`` decides what an existing prefix means for this run:
 - empty (or absent): every planned input file runs;
@@ -22,7 +22,7 @@ Before any work, ``prepare_output`` decides what an existing prefix means for th
 The options the kept parts were made with are checked once the run's plan is decided
 (``require_same_options``). Files this job does not write are never deleted: a prefix holding
 any is refused. The caller holds the prefix's lease (``job.driver``), so no other run changes it
-meanwhile; ``--overwrite`` clears everything but that lease. ``job.verify`` checks the parts after the work.
+meanwhile; ``--overwrite`` clears everything but that lease. ``job.output.verify`` checks the parts after the work.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import pyarrow.fs as pafs
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.lease import LEASE_NAME
+from job.lease.lease import LEASE_NAME
 from job.manifest import MANIFEST, Manifest, read_manifest
-from job.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
-from job.plan import FOOTER_READ_THREADS, InputFile
-from job.table import HISTORY_DIR, INDEX_DIR, Snapshot
+from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
+from job.input.plan import FOOTER_READ_THREADS, InputFile
+from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot
 from storage import Location, storage_errors
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 ``output_schema(execution)`` is the one definition of the table's columns, which depend on the
 run's plan: the prediction columns unless ``--embeddings only``, the ``embedding`` column when
 embeddings are asked for, ``id`` first and ``error`` last always. Everything that declares,
-casts or checks the output asks it: the part writer (``job.parts``), Spark's series UDF, the
+casts or checks the output asks it: the part writer (``job.output.parts``), Spark's series UDF, the
 SageMaker handler and its assembly, ``runners.compare`` and the tests' contract.
 
 ``prediction_table`` is the only place output rows are built (``error_table`` for rows that

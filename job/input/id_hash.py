@@ -2,7 +2,7 @@
 
 ``id_hashes(array, as_text)`` gives one uint64 per row and the rows' validity. Equal ids give
 equal hashes, so two rows with different hashes hold different ids; rows with equal hashes
-are compared by value afterwards (``job.unique_ids``), so a collision costs a re-read, never a
+are compared by value afterwards (``job.input.unique_ids``), so a collision costs a re-read, never a
 wrong answer. Integer ids hash to their own value. Text ids are laid out as a zero-padded
 matrix, one row an id, and taken 8 bytes at a time: each word is mixed with its position by
 splitmix64 and the mixes summed, plus a mix of the length; two different ids collide with a

@@ -3,9 +3,9 @@
 ``verify`` runs once on the driver after the engine committed its parts. It reads the parts this
 run made (or, for a full run, every part: one whole GET each, the ``id`` and ``error`` columns,
 about 100 bytes a row), and holds each to its input file: as many rows, and the same ids (their
-digest, ``job.unique_ids.ids_digest``, against the one the id check read from the input; not
+digest, ``job.input.unique_ids.ids_digest``, against the one the id check read from the input; not
 known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
-with their rows and id hashes from the table's index (``job.table``). Ids are then held unique
+with their rows and id hashes from the table's index (``job.output.table``). Ids are then held unique
 across the whole table by their 64-bit hashes, and a repeated hash is confirmed by value in the
 parts that hold it, so the ``DataError`` (exit 3) names a real id, its parts and rows, and a
 collision never fails a run.
@@ -22,14 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from job.dataset_check import FOOTER_READ_THREADS
+from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
-from job.id_hash import id_hashes
+from job.input.id_hash import id_hashes
 from job.manifest import Counts
-from job.plan import InputFile
-from job.prefix import list_parts
-from job.table import repeated_hashes
-from job.unique_ids import EXAMPLE_PLACES, ids_digest
+from job.input.plan import InputFile
+from job.output.prefix import list_parts
+from job.output.table import repeated_hashes
+from job.input.unique_ids import EXAMPLE_PLACES, ids_digest
 from storage import Location, storage_errors
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
@@ -40,7 +40,7 @@ NO_MANIFEST = "no manifest was written"
 class PartFacts:
     rows: int
     errored: int
-    hashes: np.ndarray  # its ids' hashes (job.id_hash), hashed as the input's ids are
+    hashes: np.ndarray  # its ids' hashes (job.input.id_hash), hashed as the input's ids are
 
 
 @dataclass(frozen=True)

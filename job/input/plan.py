@@ -1,8 +1,8 @@
 """The input side of every job: plan which Parquet files to read, then read them in batches.
 
 ``plan_input`` runs once on the driver, before any work: it lists the data files
-(``job.data_files``: nested partition folders read, writers' markers skipped), then checks the
-dataset as a whole (``job.dataset_check``: every file's columns against the first's, ids unique
+(``job.input.data_files``: nested partition folders read, writers' markers skipped), then checks the
+dataset as a whole (``job.input.dataset_check``: every file's columns against the first's, ids unique
 across the input unless ``--skip-id-check``), counts rows from the Parquet footers (rows in,
 for the manifest) and applies ``--limit``. The plan is a snapshot of the listing: files added
 while the job runs are not part of it (the next run picks them up). ``read_file`` runs on
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
+from job.input.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
 from job.config import JobConfig
-from job.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
-from job.data_files import FileIdentity, list_data_files
-from job.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
+from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
+from job.input.data_files import FileIdentity, list_data_files
+from job.input.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from job.errors import DataError, JobError
-from job.unique_ids import first_null, null_id_problem
+from job.input.unique_ids import first_null, null_id_problem
 from storage import Location, storage_errors
 
 __all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "plan_input", "read_file", "read_planned"]
@@ -40,7 +40,7 @@ class InputFile:
     path: str  # inside the input filesystem
     rows: int  # rows to take from the start of the file (all of them unless --limit cut it)
     identity: FileIdentity | None = None  # the version listed (size, mtime): its part records it; --resume compares
-    ids_digest: int | None = None  # its ids' digest from the id check (job.unique_ids); the final check compares
+    ids_digest: int | None = None  # its ids' digest from the id check (job.input.unique_ids); the final check compares
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class InputPlan:
     id_column: str | None  # None: ids are "<file name>:<row index>"
     image_column: str
     shape_columns: bool  # raw pixels with per-row height/width/channels columns
-    ids_as_text: bool = True  # False: integer ids, hashed (job.id_hash) as numbers
+    ids_as_text: bool = True  # False: integer ids, hashed (job.input.id_hash) as numbers
 
     @property
     def rows(self) -> int:
@@ -96,8 +96,8 @@ def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], c
 def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tuple[list[str], pa.RecordBatch]]:
     """Yield (ids, record batch) for the first ``file.rows`` rows of ``file``, ``batch_rows`` at a time.
 
-    Raises ``DataError`` for what only reading the rows can find: a damaged page (``job.damaged``),
-    a null id (``--skip-id-check`` where footers have no null counts; ``job.dataset_check`` refuses the rest).
+    Raises ``DataError`` for what only reading the rows can find: a damaged page (``job.input.damaged``),
+    a null id (``--skip-id-check`` where footers have no null counts; ``job.input.dataset_check`` refuses the rest).
     """
     name, uri = os.path.basename(file.path), plan.location.uri_of(file.path)
     start = 0

@@ -7,7 +7,7 @@ part visible whole or not at all: locally a temporary file under ``_staging/`` r
 place (atomic within a filesystem); on S3 one PUT of the finished bytes (an object appears
 only once its upload completes; S3 has no rename). Each footer records the input file, its
 rows, the input file's identity (size, modification time) and the job's options, which
-``--resume`` checks (``job.prefix``): a part of a replaced input file is redone.
+``--resume`` checks (``job.output.prefix``): a part of a replaced input file is redone.
 
 ``PartCollector`` is for rows of several files arriving interleaved and maybe twice (the Ray
 driver's stream, a Spark task's partition): every row carries its input file index and its
@@ -38,8 +38,8 @@ from job import progress
 from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
-from job.plan import InputFile, InputPlan
-from job.rows import EMBEDDING
+from job.input.plan import InputFile, InputPlan
+from job.output.rows import EMBEDDING
 from job.timeline import progress_events
 from storage import Location, storage_errors
 
@@ -88,7 +88,7 @@ class Parts:
     staging: str  # <output>/_staging/<run id>: local temporaries
     input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
     options: dict  # output_options(): recorded in each footer
-    schema: pa.Schema  # job.rows.output_schema(): every part is cast to it
+    schema: pa.Schema  # job.output.rows.output_schema(): every part is cast to it
 
     def name(self, file: InputFile) -> str:
         return part_name(self.input_root, file.path)
