@@ -28,6 +28,7 @@ from benchmarks.common import add_results_option, append_result
 from benchmarks.harness.fault_proxy import FAULT_KINDS, FaultProxy
 from benchmarks.harness.processes import KillFirst, busy_pyspark_worker, ray_actor_working, ray_data_actor
 from benchmarks.harness.s3 import s3_server_env, start_s3_server
+from job import driver
 from job.engine import Engine
 from job.manifest import read_manifest
 from runners import engine, make_dataset
@@ -119,7 +120,7 @@ def run_once(job: Engine, argv: list[str], kill: str | None) -> tuple[dict, str 
     killer = KillFirst(KILLS[kill], spare=ray_data_actor) if kill else None
     try:
         with killer or contextlib.nullcontext():
-            manifest = job.main(argv)
+            manifest = driver.main(job, argv)
     except Exception as e:  # noqa: BLE001 - a failed run is a result too: recorded, not raised
         return {}, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", None
     return manifest, None, killer.killed[0] if killer and killer.killed else None

@@ -14,6 +14,7 @@ import argparse
 import tempfile
 
 from benchmarks.common import add_results_option, append_result
+from job import driver
 from runners import ENGINES, engine, make_dataset
 
 
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> dict:
     args, job_args = parser.parse_known_args(argv)
     workdir = tempfile.mkdtemp(prefix="job-bench-")
     make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", args.format])
-    manifest = engine(args.engine).main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random", *job_args])
+    manifest = driver.main(engine(args.engine), ["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random", *job_args])
     row = {
         "benchmark": "job",
         "engine": args.engine,

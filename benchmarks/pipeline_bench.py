@@ -28,8 +28,9 @@ import pyarrow as pa
 import ray
 
 from benchmarks.common import add_results_option, append_result
+from job import driver
 from job.config import JobConfig
-from job.driver import EngineRun, Job
+from job.engine import EngineRun, Job
 from job.execution import Execution
 from job.output.parts import with_position
 from job.output.rows import prediction_table
@@ -125,9 +126,9 @@ def main(argv: list[str] | None = None) -> dict:
     # The Ray job as users run it (the driver's plan, lease, parts, verify, manifest), its model a stand-in.
     meter = dataclasses.replace(ray_job.ENGINE, name="ray-pipeline-meter",
                                 execute=lambda job, session, job_args: metered_run(job, session, args, cpu))
-    manifest = meter.main(["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random",
-                           "--batch-size", str(MODEL_BATCH), "--decode", "cpu", "--embeddings", args.embeddings,
-                           "--embedding-dtype", args.embedding_dtype])
+    manifest = driver.main(meter, ["--input", f"{workdir}/in", "--output", f"{workdir}/out", "--weights", "random",
+                                   "--batch-size", str(MODEL_BATCH), "--decode", "cpu", "--embeddings", args.embeddings,
+                                   "--embedding-dtype", args.embedding_dtype])
     images, timeline = manifest["counts"]["rows_out"], manifest["timeline"]
     standin_rate = MODEL_BATCH / (args.hold_ms / 1000)
     row = {

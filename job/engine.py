@@ -1,4 +1,4 @@
-"""The engine contract: the one record an engine module exports, and the command built from it.
+"""The engine contract: the record an engine module exports, what it is given and what it reports.
 
 An engine (``runners/ray_job.py``, ``spark_job.py``, ``sagemaker_job.py``, ``local_job.py``)
 declares itself once::
@@ -7,29 +7,49 @@ declares itself once::
                     capabilities=Capabilities(), add_arguments=add_ray_arguments,
                     start=RaySession.for_args, execute=run_on_ray, packages=("ray",),
                     compare_options=("--address", "local"))
-    main, cli = ENGINE.main, ENGINE.cli
+    main, cli = commands(ENGINE)  # job.driver
 
-and everything else follows from the record: its ``--help`` (the shared options plus its own
-group), its ``main`` (``job.driver.run_job``: plan while the engine starts, decide the run's
-``Execution`` from the engine's capabilities and devices, execute, verify, manifest), its
-``cli`` (one line and exit code 2 for what the user can fix), the versions its manifest records,
-and how ``runners.compare`` runs it. A fifth engine is one such module and one line in the
-table in ``runners/__init__.py``.
+Everything here is plain data the driver (``job.driver``) reads: its ``--help`` (the shared
+options plus the engine's group), the versions its manifest records, how ``runners.compare``
+runs it. The engine is given a frozen ``Job`` and returns an ``EngineRun``; it never imports the
+driver, and the driver never asks which engine it runs. A fifth engine is one such module and
+one line in the table in ``runners/__init__.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from job.cli import RESUME_HINT, config_from_args, get_args_parser, run_main
+from job.cli import get_args_parser
 from job.config import JobConfig
-from job.driver import EngineRun, Job, run_job
-from job.execution import Capabilities, Devices, require_capable
-from job.timeline import COMMAND_STARTED_AT
+from job.execution import Capabilities, Devices, Execution
+from job.input.plan import InputPlan
+from job.output.parts import Parts
+
+
+@dataclass(frozen=True)
+class Job:
+    """What an engine runs: decided before it starts work; it reads this, never rewrites it."""
+
+    config: JobConfig  # as given (with the sample's input and output filled in)
+    execution: Execution  # how it computes: decode, batch size, precision, compile, recipe
+    pending: InputPlan  # the planned input files without a committed part: what the engine runs
+    parts: Parts  # names and commits the part of each input file
+    run_id: str
+
+
+@dataclass
+class EngineRun:
+    """What an engine reports of its run, beside the parts it committed."""
+
+    settings: dict  # the engine's own facts (actors, master, shards...): the manifest's ``settings``
+    progress: list[tuple[float, int]] = field(default_factory=list)  # (wall time, rows done) as rows arrived
+    device_seconds: float = 0.0  # time inside the model call, all predictors together
+    predictors: int = 1  # model replicas that ran at once (GPU actors, Spark tasks...)
 
 
 class EngineSession(AbstractContextManager, Protocol):
@@ -58,23 +78,3 @@ class Engine:
         parser = get_args_parser(prog=f"python -m {self.module}", description=self.description)
         self.add_arguments(parser)
         return parser
-
-    def main(self, argv: Sequence[str] | None = None, *, started_at: float | None = None) -> dict:
-        """Run the job; returns the manifest. Raises JobError (and kin) for what the user can fix.
-
-        ``started_at``: when the command started, for the timeline's start-up (None: now, as for
-        a call from a notebook or a test).
-        """
-        args = self.args_parser().parse_args(argv)
-        config = config_from_args(args)
-        require_capable(config.decode, self.capabilities, self.name)  # before any planning
-        if self.check is not None:
-            self.check(args, config)
-        return run_job(self, config, args, started_at)
-
-    def cli(self) -> int:
-        """The command: ``main`` with user-fixable errors as one line and exit code 2.
-
-        Its start-up counts its imports: the clock starts at the interpreter's first import of our code.
-        """
-        return run_main(lambda argv: self.main(argv, started_at=COMMAND_STARTED_AT), interrupted_hint=RESUME_HINT)

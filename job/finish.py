@@ -10,34 +10,30 @@ anywhere before the manifest leaves the previous manifest naming an index that s
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from job.output import prefix
-
 from job import report
+from job.engine import Engine, EngineRun, Job
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
 from job.input.plan import InputFile
+from job.output import prefix
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
-from job.timeline import summarize
 from job.output.verify import PartFacts, verify
+from job.prepare import PreparedJob
+from job.timeline import summarize
 from storage import Location, storage_errors
-
-if TYPE_CHECKING:
-    from job.driver import EngineRun, Job, PreparedJob
-    from job.engine import Engine
 
 
 def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, run: EngineRun, started_at: float) -> Manifest:
     """Verify the table, write the index, the manifest and its history copy, delete the parts of removed files."""
-    output, plan, state, config = prepared.output, prepared.plan, prepared.state, prepared.config
-    snapshot = Snapshot.from_dict(prepared.previous.table) if prepared.previous is not None else None
+    output, plan, night, config = prepared.output, prepared.plan, prepared.night, prepared.config
+    _write_empty_parts(prepared, job)
+    snapshot, kept_removed = night.snapshot, dict(night.kept_removed)
     by_part = {prepared.relpath(f.path): job.parts.name(f) for f in plan.files}
-    kept_removed = _kept_removed(snapshot, by_part, state.removed) if config.keep_removed else {}
     table = {job.parts.name(f): f for f in plan.files} | {e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}
-    unread = {name for name, record in state.kept.items() if record is None} | {e.part for e in kept_removed.values()}
-    leaving = [name for name in state.removed if name not in table]
+    unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
+    leaving = list(night.removed)
     verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
                       _known_facts(output, snapshot, by_part, kept_removed, unread), plan.ids_as_text, leaving)
     relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
@@ -48,7 +44,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
         config=config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=verified.counts,
-        input_files=InputFiles(total=len(plan.files), resumed=len(state.kept), run=len(job.pending.files), rows_run=job.pending.rows),
+        input_files=InputFiles(total=len(plan.files), resumed=len(night.kept), run=len(job.pending.files), rows_run=job.pending.rows),
         seconds=round(seconds, 3),
         # This run's images: with --resume or --incremental, the rows of the files it ran, not those it kept.
         images_per_sec=round(job.pending.rows / seconds, 2) if seconds > 0 else None,
@@ -65,12 +61,11 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     return manifest
 
 
-def _kept_removed(snapshot: Snapshot | None, by_part: dict[str, str], removed: tuple[str, ...]) -> dict[str, TableFile]:
-    """--keep-removed: the table's entries whose input file is gone but whose part is still there."""
-    if snapshot is None:
-        return {}
-    still_there = set(removed)
-    return {name: entry for name, entry in snapshot.files.items() if name not in by_part and entry.part in still_there}
+def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
+    """The parts of input files without rows: no engine sees them, so the driver commits their (empty) parts."""
+    for file in prepared.to_write.files:
+        if file.rows == 0:
+            job.parts.write(file, job.parts.schema.empty_table())
 
 
 def _known_facts(output: Location, snapshot: Snapshot | None, by_part: dict[str, str], kept_removed: dict[str, TableFile],
@@ -86,9 +81,8 @@ def _known_facts(output: Location, snapshot: Snapshot | None, by_part: dict[str,
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
     if kept_removed is not None:
-        return TableFile(part, kept_removed.size, kept_removed.mtime_ns, facts.rows, facts.errored, removed=True)
-    identity = file.identity
-    return TableFile(part, identity.size if identity else 0, identity.mtime_ns if identity else None, facts.rows, facts.errored)
+        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, removed=True)
+    return TableFile(part, file.identity, facts.rows, facts.errored)
 
 
 def _tidy(output: Location, removed_parts: list[str], index: str) -> None:

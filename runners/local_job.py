@@ -25,8 +25,8 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from job.cli import positive_int
 from job.config import JobConfig
-from job.driver import EngineRun, Job
-from job.engine import Engine
+from job.driver import commands
+from job.engine import Engine, EngineRun, Job
 from job.execution import Capabilities, Devices, Execution, this_machine
 from job.feedback import IdleMeter, SharedFeedback
 from job.output.parts import PartCollector
@@ -79,7 +79,7 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     for batch, pixels in loader:
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
@@ -121,7 +121,7 @@ ENGINE = Engine(
     add_arguments=add_local_arguments, start=lambda args: ThisMachine(),
     execute=lambda job, machine, args: run_locally(job, args),
 )
-main, cli = ENGINE.main, ENGINE.cli
+main, cli = commands(ENGINE)
 
 if __name__ == "__main__":
     sys.exit(cli())

@@ -38,8 +38,8 @@ import ray  # noqa: E402
 
 from job.cli import positive_int
 from job.config import JobConfig
-from job.driver import EngineRun, Job
-from job.engine import Engine
+from job.driver import commands
+from job.engine import Engine, EngineRun, Job
 from job.execution import Capabilities, Execution
 from job.feedback import IdleMeter
 from job.output.parts import FILE, PartCollector
@@ -132,7 +132,7 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
 
     Returns the collector (its progress is the run's timeline) and the model's device seconds.
     """
-    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
     batches = iter(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
     # closing: a run the collector stops (a DataError) shuts Ray Data's executor down now, not
@@ -176,7 +176,7 @@ ENGINE = Engine(
     packages=("ray",),
     compare_options=("--address", "local"),  # a fresh local Ray, never a cluster that happens to run here
 )
-main, cli = ENGINE.main, ENGINE.cli
+main, cli = commands(ENGINE)
 
 if __name__ == "__main__":
     sys.exit(cli())

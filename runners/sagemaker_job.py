@@ -27,8 +27,8 @@ require_extra("sagemaker", __name__)  # before the SDK's and toolkit's imports: 
 
 from job import progress  # noqa: E402
 from job.config import JobConfig
-from job.driver import EngineRun, Job
-from job.engine import Engine
+from job.driver import commands
+from job.engine import Engine, EngineRun, Job
 from job.errors import JobError
 from job.execution import Capabilities, Devices, this_machine
 from job.output.parts import STAGING
@@ -170,7 +170,7 @@ ENGINE = Engine(
     packages=SDK_PACKAGES, compare_options=("--local",),  # the packaged handler behind a loopback server
     check=check_args,
 )
-main, cli = ENGINE.main, ENGINE.cli
+main, cli = commands(ENGINE)
 
 if __name__ == "__main__":
     sys.exit(cli())

@@ -37,8 +37,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from job import progress
 from job.cli import positive_int
 from job.config import JobConfig
-from job.driver import EngineRun, Job
-from job.engine import Engine
+from job.driver import commands
+from job.engine import Engine, EngineRun, Job
 from job.errors import DataError, JobError
 from job.execution import Capabilities
 from job.output.parts import FILE, ROW
@@ -165,7 +165,7 @@ ENGINE = Engine(
     add_arguments=add_spark_arguments, start=lambda args: SparkSessionFor(args.master, args.verbose),
     execute=lambda job, session, args: run(session, job, args), packages=("pyspark",), check=check_args,
 )
-main, cli = ENGINE.main, ENGINE.cli
+main, cli = commands(ENGINE)
 
 if __name__ == "__main__":
     sys.exit(cli())

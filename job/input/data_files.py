@@ -48,6 +48,19 @@ class FileIdentity:
     def to_dict(self) -> dict:
         return {"size": self.size, "mtime_ns": self.mtime_ns}
 
+    @classmethod
+    def from_dict(cls, data: dict | None) -> FileIdentity | None:
+        """``to_dict``'s inverse, as a part's footer records it; None: a part written without one."""
+        return cls(data["size"], data["mtime_ns"]) if data is not None else None
+
+
+def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> bool:
+    """Whether an input file is the version a part or a snapshot recorded: the one place this is answered.
+
+    A part recorded without an identity never vouches for its file.
+    """
+    return recorded is not None and recorded == listed
+
 
 def list_data_files(location: Location) -> dict[str, FileIdentity]:
     """The data files under ``location`` (paths inside its filesystem, sorted) and their identities; JobError if none."""

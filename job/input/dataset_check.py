@@ -32,7 +32,7 @@ FOOTER_READ_THREADS = 32
 @dataclass(frozen=True)
 class DatasetReport:
     files: tuple[tuple[str, int], ...]  # (path, rows to read) of the files to run, in order; --limit applied
-    columns: InputColumns  # the id column (or None: "<file name>:<row>" ids), shape columns, how ids hash
+    columns: InputColumns | None  # None: no file had rows (nothing to read columns from); else the id column (or None: "<file name>:<row>" ids), shape columns, how ids hash
     empty: tuple[str, ...]  # files with no rows (0 bytes, or a Parquet file of 0 rows): nothing to run
     ids: CheckedIds | None  # what the id check found (each file's ids digest); None when skipped or ids are positional
 
@@ -55,10 +55,17 @@ def check_dataset(
     raw_shape: tuple[int, int, int] | None,
     limit: int | None = None,
     check_ids: bool = True,
+    require_rows: bool = True,
 ) -> DatasetReport:
-    """Refuse what the footers and the id column show to be wrong (JobError, one line); see the module docstring."""
+    """Refuse what the footers and the id column show to be wrong (JobError, one line); see the module docstring.
+
+    ``require_rows``: refuse files that hold no row at all (a first run has nothing to do); False when
+    the files join a table whose columns are known (a night whose only new file is empty is no error).
+    """
     footers = read_footers(location, paths, id_column)
     with_rows = [f for f in footers if f.rows > 0]
+    if not with_rows and not require_rows:
+        return DatasetReport((), None, tuple(f.path for f in footers), None)
     if not with_rows:
         raise JobError(f"{location.uri}: the input has no rows; nothing to do")
     columns = check_columns(location, with_rows, image_column=image_column, id_column=id_column, raw_shape=raw_shape)

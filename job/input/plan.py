@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from job.input.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
 from job.config import JobConfig
 from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
-from job.input.data_files import FileIdentity, list_data_files
+from job.input.data_files import FileIdentity, list_data_files, unchanged
 from job.input.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from job.errors import DataError, JobError
 from job.input.unique_ids import first_null, null_id_problem
@@ -61,32 +61,36 @@ class InputPlan:
         return [self.image_column, *([self.id_column] if self.id_column else []), *shape]
 
 
-def plan_input(location: Location, config: JobConfig, unchanged: Mapping[str, InputFile] | None = None,
+def plan_input(location: Location, config: JobConfig, covered: Mapping[str, InputFile] | None = None,
                columns: InputColumns | None = None, listing: Mapping[str, FileIdentity] | None = None) -> InputPlan:
     """List and check the input (JobError, one line, on a problem), before any work is scheduled.
 
-    ``unchanged`` and ``columns``: the files an earlier run already covered (an incremental run,
+    ``covered`` and ``columns``: the files an earlier run already covered (an incremental run,
     by path) and the columns it read: a file the listing shows with the same identity is kept
     without reading its footer again; the others are checked, and must have those columns.
     ``listing``: the input's ``list_data_files``, when the caller listed it already (the driver
     lists before it touches the output, so a missing input never leaves a trace there).
     """
     listing = list_data_files(location) if listing is None else listing
-    unchanged = unchanged or {}
-    kept = {path: unchanged[path] for path in listing if path in unchanged and unchanged[path].identity == listing[path]}
+    known = covered or {}
+    kept = {path: known[path] for path in listing if path in known and unchanged(known[path].identity, listing[path])}
     to_check = [path for path in listing if path not in kept]
     if not to_check and columns is not None:
         return _plan(location, config, tuple(kept.values()), columns)
     report = check_dataset(location, to_check, image_column=config.image_column,
                            id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
-                           check_ids=not config.skip_id_check)
-    _say_skipped(location, report)
-    if columns is not None and report.columns != columns:
+                           check_ids=not config.skip_id_check, require_rows=columns is None)
+    _say_empty(location, report)
+    if columns is not None and report.columns not in (None, columns):
         raise JobError(f"{location.uri_of(report.files[0][0])}: the new input files' columns ({report.columns}) differ from "
                        f"the table's ({columns}); make them agree, or pass --overwrite to redo the table from them")
     digests = report.ids.digests if report.ids is not None else {}
     checked = [InputFile(path, rows, listing[path], digests.get(path)) for path, rows in report.files]
-    return _plan(location, config, tuple(sorted([*kept.values(), *checked], key=lambda f: f.path)), report.columns)
+    # Files without rows are files of the table all the same (with an empty part), so that a night
+    # does not check them again, and a file emptied since loses its old rows; --limit runs no whole file.
+    empty = [InputFile(path, 0, listing[path]) for path in report.empty] if config.limit is None else []
+    files = tuple(sorted([*kept.values(), *checked, *empty], key=lambda f: f.path))
+    return _plan(location, config, files, report.columns or columns)
 
 
 def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], columns: InputColumns) -> InputPlan:
@@ -141,9 +145,9 @@ def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int, uri: str
     return column.cast(pa.string()).to_pylist()
 
 
-def _say_skipped(location: Location, report: DatasetReport) -> None:
-    """One stderr line for the files without rows: nothing to run, but a user may wonder where they went."""
+def _say_empty(location: Location, report: DatasetReport) -> None:
+    """One stderr line for the files without rows: nothing to run, but a user may wonder why their parts are empty."""
     if report.empty:
         more = f" and {len(report.empty) - 1} more" if len(report.empty) > 1 else ""
-        print(f"input: skipping {len(report.empty)} files without rows ({location.uri_of(report.empty[0])}{more})",
-              file=sys.stderr)
+        print(f"input: {len(report.empty)} files without rows ({location.uri_of(report.empty[0])}{more}): nothing to "
+              "run, their parts are empty", file=sys.stderr)

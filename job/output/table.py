@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.input.columns import InputColumns
-from job.input.data_files import FileIdentity
+from job.input.data_files import FileIdentity, unchanged
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
@@ -37,15 +37,21 @@ class TableFile:
     """One input file of the table, as its part was made."""
 
     part: str  # the part's name under the output prefix
-    size: int  # the input file's identity when the part was made ...
-    mtime_ns: int | None  # ... (job.input.data_files.FileIdentity)
+    identity: FileIdentity | None  # the input file's version when the part was made (None: not known)
     rows: int
     errored: int
     removed: bool = False  # --keep-removed: the input file is gone, its part kept
 
-    @property
-    def identity(self) -> FileIdentity:
-        return FileIdentity(self.size, self.mtime_ns)
+    def to_dict(self) -> dict:
+        """As the manifest records it: the identity's size and mtime_ns side by side with the rest."""
+        identity = self.identity or FileIdentity(0, None)
+        return {"part": self.part, "size": identity.size, "mtime_ns": identity.mtime_ns, "rows": self.rows,
+                "errored": self.errored, "removed": self.removed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> TableFile:
+        return cls(data["part"], FileIdentity(data["size"], data["mtime_ns"]), data["rows"], data["errored"],
+                   data.get("removed", False))
 
 
 @dataclass(frozen=True)
@@ -72,13 +78,13 @@ class Snapshot:
     delta: Delta = field(default_factory=Delta)  # what the run that wrote it changed
 
     def to_dict(self) -> dict:
-        return {"files": {name: asdict(f) for name, f in self.files.items()}, "columns": self.columns,
+        return {"files": {name: f.to_dict() for name, f in self.files.items()}, "columns": self.columns,
                 "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()}}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Snapshot:
         delta = {k: tuple(v) for k, v in data.get("delta", {}).items()}
-        return cls({name: TableFile(**f) for name, f in data["files"].items()}, dict(data["columns"]), data.get("index"),
+        return cls({name: TableFile.from_dict(f) for name, f in data["files"].items()}, dict(data["columns"]), data.get("index"),
                    Delta(**delta))
 
 
@@ -101,7 +107,7 @@ def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], keep_remov
     """What a run over ``planned`` (relative path -> file) does to the table ``snapshot`` left."""
     before = snapshot.files if snapshot is not None else {}
     added = tuple(sorted(name for name in planned if name not in before))
-    replaced = tuple(sorted(name for name, f in planned.items() if name in before and before[name].identity != f.identity))
+    replaced = tuple(sorted(name for name, f in planned.items() if name in before and not unchanged(before[name].identity, f.identity)))
     gone = sorted(name for name in before if name not in planned)
     return Delta(added, replaced, () if keep_removed else tuple(gone), tuple(gone) if keep_removed else ())
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark import Accumulator, TaskContext
 
 from job.config import JobConfig
-from job.driver import Job
+from job.engine import Job
 from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback

@@ -14,6 +14,7 @@ import dataclasses
 import pytest
 from ray.cluster_utils import Cluster
 
+from job import driver
 from job.errors import JobError
 from runners import ray_job
 from tests.common.contract import assert_output_contract, read_output
@@ -41,7 +42,7 @@ def test_preprocessing_on_cpu_node_and_predictor_on_gpu_node(cluster, tmp_path):
     try:
         # Up to two decoders: both fit on the head. Ray Data's own "SPREAD" placement put
         # one on the GPU node now and then, leaving the predictor pending behind it.
-        manifest = engine.main([*argv, "--output", str(tmp_path / "out"), "--num-cpu-actors", "2"])
+        manifest = driver.main(engine, [*argv, "--output", str(tmp_path / "out"), "--num-cpu-actors", "2"])
         # The job as it is: planned on the declared GPU, refused in one line where CUDA is not usable.
         with pytest.raises(JobError, match="^the run was planned on a GPU, but CUDA is not usable in this worker .*: "
                                            "install a torch built for this node's CUDA driver"):

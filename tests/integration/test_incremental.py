@@ -8,6 +8,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from job import driver
 from runners import local_job
 from storage import resolve
 from tests.common.contract import read_output
@@ -31,9 +32,9 @@ def test_nights_without_new_files_start_no_engine(data_root):
     write_night(source, endpoint, 0, 2)
     first = main(job_args(source, out, endpoint, "--incremental"))
     idle = dataclasses.replace(local_job.ENGINE, start=never_started)
-    assert idle.main([*job_args(source, out, endpoint, "--incremental"), *LOCAL])["run_id"] == first["run_id"]
+    assert driver.main(idle, [*job_args(source, out, endpoint, "--incremental"), *LOCAL])["run_id"] == first["run_id"]
     delete(source, endpoint, "part-00001.parquet")  # only a removal: still nothing to compute
-    night = idle.main([*job_args(source, out, endpoint, "--incremental"), *LOCAL])
+    night = driver.main(idle, [*job_args(source, out, endpoint, "--incremental"), *LOCAL])
     assert night["table"]["delta"]["removed"] == ["part-00001.parquet"] and night["counts"]["rows_out"] == ROWS_PER_FILE
     assert [f for f in files_under(out, endpoint) if f.startswith("part-")] == night["files"]
 
@@ -49,7 +50,7 @@ def test_a_crashed_incremental_run_is_finished_by_the_next(tmp_path):
         raise RuntimeError("killed after one part")
 
     with pytest.raises(RuntimeError, match="killed after one part"):
-        dataclasses.replace(local_job.ENGINE, execute=one_file_then_die).main([*job_args(source, out, None, "--incremental"), *LOCAL])
+        driver.main(dataclasses.replace(local_job.ENGINE, execute=one_file_then_die), [*job_args(source, out, None, "--incremental"), *LOCAL])
     night = main(job_args(source, out, None, "--incremental"))
     assert night["table"]["delta"]["added"] == ["part-00001.parquet", "part-00002.parquet"]
     assert (night["input_files"]["resumed"], night["input_files"]["run"], night["counts"]["rows_out"]) == (2, 1, 9)

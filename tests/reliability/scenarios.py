@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from job import driver
+from job import prepare
 from job.cli import run_main
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
@@ -26,13 +26,13 @@ def s3_gone_after_planning(job: ModuleType, bucket: str, s3_env: str, proxy: Fau
     has planned (503 SlowDown, 2 tries a request); returns its exit code."""
     write_mixed(f"s3://{bucket}/images/", s3_env)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
-    prepare = driver.prepare_job
+    prepare_job = prepare.prepare_job
 
     def prepare_then_fail(config):
-        prepared = prepare(config)
+        prepared = prepare_job(config)
         proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
         return prepared
 
-    monkeypatch.setattr(driver, "prepare_job", prepare_then_fail)  # every engine's main plans through job.driver
+    monkeypatch.setattr(prepare, "prepare_job", prepare_then_fail)  # every engine's main plans through job.prepare
     argv = ["--input", f"s3://{bucket}/images/", "--output", f"s3://{bucket}/preds/", "--s3-endpoint-url", proxy.url]
     return run_main(job.main, ["--weights", "random", *argv])

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from job.config import JobConfig
-from job.driver import EngineRun, Job, run_job
+from job.driver import run_job
+from job.engine import EngineRun, Job
 from job.errors import JobError
 from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
 from storage import Location, resolve

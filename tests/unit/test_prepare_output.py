@@ -13,7 +13,8 @@ from job.output.prefix import list_parts
 from job.config import JobConfig
 from job.errors import JobError
 from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
-from job.output.prefix import OutputState, prepare_output, require_same_options
+from job.output.night import Night, decide_night
+from job.output.prefix import clear, clear_staging, read_footers, read_held, require_same_options
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
 
@@ -34,11 +35,17 @@ def config(parts: Parts, **changes) -> JobConfig:
     return JobConfig(input=parts.input_root, output=parts.output.path, weights="random", **changes)
 
 
-def prepare(parts: Parts, config: JobConfig, files) -> OutputState:
-    """``prepare_output`` as the driver calls it, and the options check it does once the run's plan is decided."""
-    state = prepare_output(parts.output, config, {parts.name(f): f for f in files})
-    require_same_options(parts.output, state, parts.options)
-    return state
+def prepare(parts: Parts, config: JobConfig, files) -> Night:
+    """The night as ``job.prepare`` decides it and acts on it before any work, and the options check
+    the driver does once the run's plan is decided."""
+    held = read_held(parts.output, config.resume or config.incremental)
+    night = decide_night(config, {parts.name(f): f for f in files}, held, lambda names: read_footers(parts.output, names))
+    if night.clear:
+        clear(parts.output, held)
+    elif not night.done:
+        clear_staging(parts.output)
+    require_same_options(parts.output, night, parts.options)
+    return night
 
 
 def test_a_partial_output_is_refused_without_resume(killed_run):
@@ -50,16 +57,16 @@ def test_a_partial_output_is_refused_without_resume(killed_run):
 
 def test_resume_keeps_whole_parts_and_clears_temporaries(killed_run, tmp_path):
     parts, files = killed_run
-    state = prepare(parts, config(parts, resume=True), files)
-    assert sorted(state.kept) == sorted(parts.name(f) for f in files[:2]) and state.finished is None
+    night = prepare(parts, config(parts, resume=True), files)
+    assert sorted(night.kept) == sorted(parts.name(f) for f in files[:2]) and night.previous is None
     assert not (tmp_path / "out" / "_staging").exists()
 
 
 def test_resume_runs_a_file_again_when_its_part_no_longer_matches_its_rows(killed_run):
     parts, files = killed_run
     grown = (dataclasses.replace(files[0], rows=files[0].rows + 1), *files[1:])  # as if the input file had grown
-    state = prepare(parts, config(parts, resume=True), grown)
-    assert list(state.kept) == [parts.name(files[1])]
+    night = prepare(parts, config(parts, resume=True), grown)
+    assert list(night.kept) == [parts.name(files[1])]
 
 
 def test_resume_refuses_parts_of_other_options_or_other_files(killed_run, tmp_path):
@@ -77,7 +84,8 @@ def test_a_finished_output_with_resume_has_nothing_to_do(killed_run):
     write_manifest(parts.output, finished)
     with pytest.raises(JobError, match="already holds a finished job \\(_SUCCESS.json\\); pass --incremental to run what the input gained since, --overwrite"):
         prepare(parts, config(parts), files)
-    assert prepare(parts, config(parts, resume=True), files).finished == finished
+    night = prepare(parts, config(parts, resume=True), files)
+    assert night.done and night.previous == finished
 
 
 def test_overwrite_clears_ours_and_foreign_files_are_never_touched(killed_run, tmp_path):
@@ -107,7 +115,7 @@ def test_an_output_holding_only_this_runs_lease_is_empty(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=5)
     parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
     OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"))
-    assert prepare(parts, config(parts), files) == OutputState()  # not a partial output
+    assert prepare(parts, config(parts), files) == Night()  # not a partial output
 
 
 def test_resume_refuses_parts_made_under_another_decode_mode_or_recipe(killed_run):

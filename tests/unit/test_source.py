@@ -73,7 +73,7 @@ def test_unusable_inputs_are_refused(tmp_path, make, message):
         plan(tmp_path / "in")
 
 
-def test_partition_folders_are_planned_and_files_without_rows_skipped_in_one_line(tmp_path, capsys):
+def test_partition_folders_are_planned_and_files_without_rows_planned_empty_in_one_line(tmp_path, capsys):
     write(tmp_path / "date=2026-11-01" / "part-0.parquet", 3)
     write(tmp_path / "date=2026-11-02" / "part-0.parquet", 2, start=3)
     write(tmp_path / "date=2026-11-02" / "part-1.parquet", 0)
@@ -81,8 +81,11 @@ def test_partition_folders_are_planned_and_files_without_rows_skipped_in_one_lin
     (tmp_path / "_temporary" / "0").mkdir(parents=True)  # a writer's leftovers: never data
     write(tmp_path / "_temporary" / "0" / "part-9.parquet", 2)
     planned = plan(tmp_path)
-    assert [f.path.split("/")[-2] for f in planned.files] == ["date=2026-11-01", "date=2026-11-02"] and planned.rows == 5
-    assert capsys.readouterr().err == f"input: skipping 1 files without rows ({tmp_path}/date=2026-11-02/part-1.parquet)\n"
+    names = [f.path.split("/", len(str(tmp_path).split("/")))[-1] for f in planned.files]
+    assert names == ["date=2026-11-01/part-0.parquet", "date=2026-11-02/part-0.parquet", "date=2026-11-02/part-1.parquet"]
+    assert [f.rows for f in planned.files] == [3, 2, 0] and planned.rows == 5  # the empty file is a file of the table
+    assert capsys.readouterr().err == (f"input: 1 files without rows ({tmp_path}/date=2026-11-02/part-1.parquet): "
+                                       "nothing to run, their parts are empty\n")
 
 
 def test_ids_repeated_across_files_are_refused_unless_the_check_is_skipped(tmp_path):

@@ -1,0 +1,152 @@
+"""What a run does to its output, decided once: keep, adopt, run, remove.
+
+The driver calls ``decide_night`` once, before any work, with what it read: the planned input
+files (by their part's name), what the output prefix really holds (``Held``: its parts, and the
+finished manifest with the table's last snapshot) and a reader of part footers. A first run,
+``--resume``, ``--incremental`` and ``--overwrite`` are inputs to this one function, not branches
+spread over the driver; everything after it reads the ``Night`` it returns. It writes nothing, and
+reads only the footers it asks ``read_footers`` for, so each case is a unit test.
+
+The rules, whatever the engine:
+- ``--overwrite``: everything of ours under the prefix is cleared; every planned file runs.
+- Nothing of ours under the prefix: every planned file runs.
+- A finished table (``_SUCCESS.json``) and no flag: refused, naming the three flags.
+- ``--incremental`` on a finished table: an input file unchanged since the snapshot keeps its
+  part unread, while that part is there; a part the snapshot does not vouch for (a stopped night
+  wrote it, or its file changed) is adopted when its footer proves it holds every row of the file
+  as listed now; every other planned file runs, a part gone missing included; parts of input files
+  no longer listed are removed (``--keep-removed``: kept while their file is gone).
+- ``--resume`` on a finished table: a whole table (every part it lists there, none it does not
+  know) has nothing to do, so a scheduler's retry of a finished job is a no-op; a table that is
+  not whole (a night stopped before its manifest, a part deleted) is finished as ``--incremental``
+  finishes it.
+- Parts and no manifest (a first run was stopped): refused unless ``--resume`` or
+  ``--incremental``, which adopt the parts their footers prove and run the other files; a part of
+  no planned file is refused by ``--resume`` (the input changed) and removed by ``--incremental``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from job.config import JobConfig
+from job.errors import JobError
+from job.input.data_files import FileIdentity, unchanged
+from job.input.plan import InputFile
+from job.manifest import MANIFEST, Manifest
+from job.output.table import Snapshot, TableFile
+
+Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
+FooterReader = Callable[[Sequence[str]], Mapping[str, Footer]]  # part names -> their footers, read together
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the output prefix holds, read once before the night is decided (``job.output.prefix.read_held``)."""
+
+    uri: str  # the output prefix, for messages
+    files: tuple[str, ...] = ()  # every file of ours under it (relative names), this run's lease aside
+    parts: frozenset[str] = frozenset()  # the committed parts directly under it
+    finished: Manifest | None = None  # its manifest, when a run finished there (read for --resume and --incremental)
+    snapshot: Snapshot | None = None  # the table that manifest records (None: none, or an older version's manifest)
+
+
+@dataclass(frozen=True)
+class Night:
+    """What this run does to the output; the driver and ``job.finish`` read it, never recompute it."""
+
+    previous: Manifest | None = None  # the finished run whose table this run continues, or finds whole
+    snapshot: Snapshot | None = None  # that run's table, parsed once
+    # The committed parts this run keeps, by name; their input files are not run again. The value is
+    # the part's footer record (adopted: its footer proved it), or None (the snapshot vouches for it).
+    kept: Mapping[str, dict | None] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()  # parts of input files no longer planned: deleted once the manifest is written
+    kept_removed: Mapping[str, TableFile] = field(default_factory=dict)  # --keep-removed: gone file -> its kept entry
+    clear: bool = False  # --overwrite: everything of ours is deleted before any work
+    done: bool = False  # --resume on a whole finished table: its manifest is the answer
+    notes: tuple[str, ...] = ()  # what the user should hear about the decision (a part redone, and why)
+
+    def pending(self, planned: Mapping[str, InputFile]) -> list[str]:
+        """The planned parts this run writes (in plan order): every one not kept."""
+        return [] if self.done else [name for name in planned if name not in self.kept]
+
+    @property
+    def adopted(self) -> list[str]:
+        """Kept parts the snapshot did not vouch for: this run's manifest is the first to list them."""
+        return [name for name, record in self.kept.items() if record is not None]
+
+    @property
+    def changes_table(self) -> bool:
+        """Whether the run changes the table beyond running files: a part adopted or removed, a file newly gone but kept."""
+        newly_gone = any(not entry.removed for entry in self.kept_removed.values())
+        return bool(self.adopted or self.removed or newly_gone)
+
+
+def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
+    """The one decision of what the run does to its output (see the module docstring); JobError for what it refuses."""
+    if config.overwrite:
+        return Night(clear=bool(held.files))
+    if not held.files:
+        return Night()
+    if MANIFEST in held.files:
+        return _on_finished(config, planned, held, read_footers)
+    return _on_partial(config, planned, held, read_footers)
+
+
+def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
+    if not (config.resume or config.incremental):
+        raise JobError(f"{held.uri} already holds a finished job ({MANIFEST}); pass --incremental to run what the "
+                       "input gained since, --overwrite to redo it all, or choose another --output")
+    snapshot = held.snapshot
+    if not config.incremental and (snapshot is None or _whole(snapshot, held.parts)):
+        return Night(previous=held.finished, snapshot=snapshot, done=True)
+    if snapshot is None:
+        raise JobError(f"{_uri_of(held, MANIFEST)} was written by an older version, without the table's snapshot "
+                       "--incremental needs; run once with --overwrite to redo the table, then --incremental")
+    by_part = {entry.part: entry for entry in snapshot.files.values()}
+    vouched = {name: None for name, file in planned.items()
+               if name in held.parts and name in by_part and unchanged(by_part[name].identity, file.identity)}
+    kept, notes = _proven(planned, read_footers([n for n in sorted(held.parts) if n in planned and n not in vouched]))
+    gone = {entry.part: name for name, entry in snapshot.files.items() if entry.part not in planned}
+    kept_removed = {gone[part]: by_part[part] for part in held.parts if part in gone} if config.keep_removed else {}
+    removed = tuple(n for n in sorted(held.parts) if n not in planned and n not in {e.part for e in kept_removed.values()})
+    return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, notes=notes)
+
+
+def _on_partial(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
+    if not (config.resume or config.incremental):
+        raise JobError(f"{held.uri} holds a partial output of an earlier run ({len(held.parts)} committed parts, no "
+                       f"{MANIFEST}); pass --resume to finish it or --overwrite to start over")
+    stray = sorted(n for n in held.parts if n not in planned)
+    if stray and not config.incremental:
+        raise JobError(f"{_uri_of(held, stray[0])} belongs to no input file of this plan (the input changed, or --input/--limit "
+                       "differ from the first run); pass --overwrite to start over")
+    kept, notes = _proven(planned, read_footers([n for n in sorted(held.parts) if n in planned]))
+    return Night(kept=kept, removed=tuple(stray), notes=notes)
+
+
+def _uri_of(held: Held, name: str) -> str:
+    return f"{held.uri.rstrip('/')}/{name}"
+
+
+def _whole(snapshot: Snapshot, parts: frozenset[str]) -> bool:
+    """Whether the prefix holds exactly the parts the snapshot lists."""
+    return parts == {entry.part for entry in snapshot.files.values()}
+
+
+def _proven(planned: Mapping[str, InputFile], footers: Mapping[str, Footer]) -> tuple[dict[str, dict | None], tuple[str, ...]]:
+    """The parts whose footers prove they hold every planned row of the listed version of their input file.
+
+    The others are run again (their part replaced), each with a note saying why.
+    """
+    kept, notes = {}, []
+    for name, (rows, record) in footers.items():
+        file, recorded = planned[name], (record or {}).get("identity")
+        if rows == file.rows and unchanged(FileIdentity.from_dict(recorded), file.identity):
+            kept[name] = record
+        else:
+            listed = file.identity.to_dict() if file.identity is not None else None
+            notes.append(f"{name}: its input file changed since the part was written ({rows} rows, now {file.rows}; "
+                         f"{recorded}, now {listed}): running it again")
+    return kept, tuple(notes)
