@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runners import ray_job
+from tests.integration import bad_night_scenarios as bad_nights
 from tests.integration import incremental_scenarios as scenarios
 
 pytestmark = pytest.mark.usefixtures("local_ray")
@@ -16,3 +17,10 @@ def test_nightly_runs_equal_a_fresh_full_run(tmp_path):
 
 def test_a_replaced_input_file_is_redone_on_resume(tmp_path):
     scenarios.a_replaced_input_file_is_redone_on_resume(ray_job.main, str(tmp_path), None)
+
+
+@pytest.mark.parametrize("scenario", [bad_nights.empty_files_are_files_of_the_table,
+                                      bad_nights.a_stopped_night_is_finished_by_resume,
+                                      bad_nights.a_part_deleted_by_hand_is_redone], ids=lambda s: s.__name__)
+def test_bad_night_ends_in_the_fresh_runs_table(scenario, tmp_path):
+    scenario(ray_job.main, str(tmp_path), None)

@@ -1,0 +1,107 @@
+"""Bad nights: scenarios the local-engine and the Ray tests run the same way, each ending in a table
+that equals a fresh full run over the input as it is then.
+
+A night's plan is one computation (``job.output.night``), so each of these is an input to it: files
+without rows, a night stopped before its manifest, a part deleted by hand.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage import resolve
+from tests.common.contract import read_output
+from tests.integration.checks_scenarios import job_args
+from tests.integration.incremental_scenarios import ROWS_PER_FILE, Main, by_id, write_night
+
+
+def write_empty(uri: str, endpoint: str | None, name: str) -> None:
+    """A Parquet file of our columns and no row, as Spark's append of an empty batch writes one."""
+    location = resolve(uri, endpoint)
+    with location.writer(location.join(name)) as out:
+        pq.write_table(pa.table({"id": pa.array([], pa.string()), "image": pa.array([], pa.binary())}), out)
+
+
+def part_of(manifest: dict, name: str) -> str:
+    return manifest["table"]["files"][name]["part"]
+
+
+def delete_output_file(uri: str, endpoint: str | None, name: str) -> None:
+    location = resolve(uri, endpoint)
+    location.filesystem.delete_file(location.join(name))
+
+
+def read_bytes(uri: str, endpoint: str | None, name: str) -> bytes:
+    location = resolve(uri, endpoint)
+    with location.filesystem.open_input_stream(location.join(name)) as f:
+        return f.read()
+
+
+def write_bytes(uri: str, endpoint: str | None, name: str, data: bytes) -> None:
+    location = resolve(uri, endpoint)
+    with location.writer(location.join(name)) as out:
+        out.write(data)
+
+
+def same_as_fresh(main: Main, root: str, endpoint: str | None, night: dict, *engine_args: str) -> None:
+    """The table at ``root/out`` holds the rows a fresh full run over ``root/in`` makes, and its manifest is ``night``."""
+    rows, manifest = read_output(f"{root}/out", endpoint)
+    fresh = main(job_args(f"{root}/in", f"{root}/fresh-{night['run_id']}", endpoint, *engine_args))
+    assert manifest == night and by_id(rows) == by_id(read_output(f"{root}/fresh-{night['run_id']}", endpoint)[0])
+    assert fresh["counts"] == night["counts"] and len(rows) == night["counts"]["rows_in"]
+
+
+def empty_files_are_files_of_the_table(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
+    """A file without rows never blocks a night: it joins the table with an empty part, and a file emptied loses its rows."""
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 2)
+    args = job_args(source, out, endpoint, "--incremental", *engine_args)
+    main(args)
+    write_empty(source, endpoint, "part-00002.parquet")  # a night whose only new file is empty
+    night = main(args)
+    assert night["table"]["delta"]["added"] == ["part-00002.parquet"] and night["counts"]["rows_in"] == 2 * ROWS_PER_FILE
+    write_night(source, endpoint, 3, 1)
+    assert main(args)["table"]["delta"]["added"] == ["part-00003.parquet"]  # the empty file is not checked again
+    write_empty(source, endpoint, "part-00000.parquet")  # a file truncated to no rows
+    night = main(args)
+    assert night["table"]["delta"]["replaced"] == ["part-00000.parquet"] and night["counts"]["rows_in"] == 2 * ROWS_PER_FILE
+    same_as_fresh(main, root, endpoint, night, *engine_args)
+
+
+def a_stopped_night_is_finished_by_resume(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
+    """A night stopped after some parts and before its manifest is finished by --resume, as by --incremental."""
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 2)
+    first = main(job_args(source, out, endpoint, "--incremental", *engine_args))
+    write_night(source, endpoint, 2, 2)
+    saved = {name: read_bytes(out, endpoint, name) for name in ("_SUCCESS.json", first["table"]["index"])}
+    stopped = main(job_args(source, out, endpoint, "--incremental", *engine_args))
+    for name in ("_SUCCESS.json", stopped["table"]["index"], f"_history/{stopped['run_id']}.json"):
+        delete_output_file(out, endpoint, name)  # as if the night had died before its index and manifest...
+    for name, data in saved.items():
+        write_bytes(out, endpoint, name, data)
+    delete_output_file(out, endpoint, part_of(stopped, "part-00003.parquet"))  # ...and before its last part
+    night = main(job_args(source, out, endpoint, "--resume", *engine_args))
+    assert night["run_id"] != first["run_id"] and night["table"]["delta"]["added"] == ["part-00002.parquet",
+                                                                                       "part-00003.parquet"]
+    assert (night["input_files"]["resumed"], night["input_files"]["run"]) == (3, 1)  # the stopped night's part adopted
+    same_as_fresh(main, root, endpoint, night, *engine_args)
+
+
+def a_part_deleted_by_hand_is_redone(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
+    """A part gone from the table is redone by the next night, whether it brings new files or none, or by --resume."""
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 3)
+    first = main(job_args(source, out, endpoint, "--incremental", *engine_args))
+    delete_output_file(out, endpoint, part_of(first, "part-00000.parquet"))
+    night = main(job_args(source, out, endpoint, "--incremental", *engine_args))  # nothing new in the input
+    assert night["run_id"] != first["run_id"] and night["input_files"]["run"] == 1
+    delete_output_file(out, endpoint, part_of(first, "part-00001.parquet"))
+    write_night(source, endpoint, 3, 1)
+    night = main(job_args(source, out, endpoint, "--incremental", *engine_args))  # and a new file
+    assert night["input_files"]["run"] == 2 and night["table"]["delta"]["added"] == ["part-00003.parquet"]
+    delete_output_file(out, endpoint, part_of(first, "part-00002.parquet"))
+    night = main(job_args(source, out, endpoint, "--resume", *engine_args))
+    assert night["input_files"]["run"] == 1
+    same_as_fresh(main, root, endpoint, night, *engine_args)
