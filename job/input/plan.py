@@ -110,7 +110,7 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
         # group instead of one per column chunk. Fewer requests, and no tiny ranged GETs: pyarrow
         # cannot retry a 503 SlowDown whose error body is larger than the range it asked for
         # ("Failed to flush response stream"), and a small id column chunk is such a range.
-        parquet = pq.ParquetFile(plan.location.filesystem.open_input_file(file.path), pre_buffer=True)
+        parquet = pq.ParquetFile(_open_as_planned(plan, file, uri), pre_buffer=True)
         batches = parquet.iter_batches(batch_size=batch_rows, columns=plan.columns())
         while start < file.rows:
             try:
@@ -125,6 +125,23 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
             batch = batch.slice(0, file.rows - start)
             yield _ids(plan, batch, name, start, uri), batch
             start += batch.num_rows
+
+
+def _open_as_planned(plan: InputPlan, file: InputFile, uri: str) -> pa.NativeFile:
+    """The input file, opened; a ``DataError`` when it is gone or no longer the size it was planned at.
+
+    Files change under a running night (a writer replaces one, a lifecycle rule deletes one): what the
+    run read would not be what it planned, so the file stops the run in one line, and --resume plans it again.
+    """
+    try:
+        opened = plan.location.filesystem.open_input_file(file.path)
+    except FileNotFoundError as e:
+        raise DataError(f"{uri}: the input file was deleted after the job planned it; {RESUME_AFTER_FIX}, and plans "
+                        "the input as it is then") from e
+    if file.identity is not None and opened.size() != file.identity.size:
+        raise DataError(f"{uri}: the input file changed after the job planned it ({file.identity.size} bytes, now "
+                        f"{opened.size()}); {RESUME_AFTER_FIX}, and redoes the files that changed")
+    return opened
 
 
 def read_planned(plan: InputPlan, index: int, batch_rows: int) -> Iterator[tuple[int, list[str], pa.RecordBatch]]:

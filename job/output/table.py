@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from job.errors import JobError
 from job.input.columns import InputColumns
 from job.input.data_files import FileIdentity, unchanged
 from job.input.plan import InputFile, InputPlan
@@ -129,7 +130,12 @@ def read_index(output: Location, name: str, wanted: Iterable[str]) -> dict[str, 
     """{input file: its ids' hashes} of the ``wanted`` files from the index ``name``."""
     path = output.join(name)
     with storage_errors(output.uri_of(path)), output.filesystem.open_input_stream(path) as f:
-        table = pq.read_table(io.BytesIO(f.read()))
+        data = f.read()
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as e:  # a truncated or overwritten index: the table cannot vouch for its parts
+        raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); pass "
+                       "--overwrite to redo the table") from e
     wanted = set(wanted)
     cells = table.column("hashes").combine_chunks()
     return {file: cells[i].values.to_numpy() for i, file in enumerate(table.column("input_file").to_pylist()) if file in wanted}

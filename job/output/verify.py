@@ -103,8 +103,8 @@ def _read_part(location: Location, name: str, file: InputFile) -> pa.Table:
 def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) -> PartFacts:
     hashes = part_hashes(table.column("id"), ids_as_text)
     if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
-        raise RuntimeError(f"{name} holds other ids than its input file {file.path} (the file changed while the job ran?); "
-                           f"{NO_MANIFEST}: re-run with --resume to redo it")
+        raise DataError(f"{name} holds other ids than its input file {file.path}: the file changed while the job ran; "
+                        f"{NO_MANIFEST}: run again with --resume, which redoes the files that changed")
     return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, hashes)
 
 

@@ -7,13 +7,21 @@ without rows, a night stopped before its manifest, a part deleted by hand.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
+from collections.abc import Callable
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from job import driver
+from job.cli import run_main
+from job.engine import Engine
 from storage import resolve
 from tests.common.contract import read_output
-from tests.integration.checks_scenarios import job_args
-from tests.integration.incremental_scenarios import ROWS_PER_FILE, Main, by_id, write_night
+from tests.integration.checks_scenarios import job_args, refused
+from tests.integration.incremental_scenarios import ROWS_PER_FILE, Main, by_id, delete, write_night
 
 
 def write_empty(uri: str, endpoint: str | None, name: str) -> None:
@@ -105,3 +113,46 @@ def a_part_deleted_by_hand_is_redone(main: Main, root: str, endpoint: str | None
     night = main(job_args(source, out, endpoint, "--resume", *engine_args))
     assert night["input_files"]["run"] == 1
     same_as_fresh(main, root, endpoint, night, *engine_args)
+
+
+def changed_under_the_run(engine: Engine, root: str, endpoint: str | None, change: Callable[[str], None]) -> str:
+    """Run ``engine`` with ``change(input uri)`` done after the plan, before the engine reads; returns its one line.
+
+    The run stops with exit 3 and one line; --resume then plans the input as it is and finishes the table.
+    """
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 3)
+
+    def execute(job, session, args):
+        change(source)
+        return engine.execute(job, session, args)
+
+    changing = dataclasses.replace(engine, execute=execute)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = run_main(lambda argv: driver.main(changing, argv), job_args(source, out, endpoint))
+    line = err.getvalue().strip().splitlines()[-1]
+    assert code == 3 and line.startswith("error: ") and "Traceback" not in err.getvalue(), err.getvalue()
+    night = driver.main(engine, job_args(source, out, endpoint, "--resume"))
+    same_as_fresh(lambda argv: driver.main(engine, argv), root, endpoint, night)
+    return line
+
+
+def an_input_file_deleted_mid_run(engine: Engine, root: str, endpoint: str | None) -> None:
+    line = changed_under_the_run(engine, root, endpoint, lambda source: delete(source, endpoint, "part-00001.parquet"))
+    assert "part-00001.parquet: the input file was deleted after the job planned it" in line and "--resume" in line
+
+
+def an_input_file_replaced_mid_run(engine: Engine, root: str, endpoint: str | None) -> None:
+    line = changed_under_the_run(engine, root, endpoint, lambda source: write_night(source, endpoint, 1, 1, prefix="x" * 9))
+    assert "part-00001.parquet: the input file changed after the job planned it" in line and "--resume" in line
+
+
+def a_damaged_index_is_refused_in_one_line(main: Main, root: str, endpoint: str | None, capsys) -> None:
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 2)
+    first = main(job_args(source, out, endpoint, "--incremental"))
+    write_bytes(out, endpoint, first["table"]["index"], b"PAR1 not an index")
+    write_night(source, endpoint, 2, 1)
+    line = refused(main, job_args(source, out, endpoint, "--incremental"), capsys)
+    assert f"{first['table']['index']}: the table's id index cannot be read" in line and "--overwrite" in line

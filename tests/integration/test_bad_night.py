@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from runners import local_job
@@ -14,9 +16,26 @@ def main(argv):
     return local_job.main([*argv, *LOCAL])
 
 
+def with_local_defaults(parser):
+    """The local engine's options, its DataLoader in the test's own process (as LOCAL passes)."""
+    local_job.ENGINE.add_arguments(parser)
+    parser.set_defaults(workers=0)
+
+
 @pytest.mark.parametrize("scenario", [scenarios.empty_files_are_files_of_the_table,
                                       scenarios.a_stopped_night_is_finished_by_resume,
                                       scenarios.a_part_deleted_by_hand_is_redone], ids=lambda s: s.__name__)
 def test_bad_night_ends_in_the_fresh_runs_table(scenario, data_root):
     root, endpoint = data_root
     scenario(main, root, endpoint)
+
+
+@pytest.mark.parametrize("scenario", [scenarios.an_input_file_deleted_mid_run, scenarios.an_input_file_replaced_mid_run],
+                         ids=lambda s: s.__name__)
+def test_an_input_changed_under_the_run_stops_it_in_one_line(scenario, tmp_path):
+    scenario(dataclasses.replace(local_job.ENGINE, add_arguments=with_local_defaults), str(tmp_path), None)
+
+
+def test_a_damaged_index_is_refused_in_one_line(data_root, capsys):
+    root, endpoint = data_root
+    scenarios.a_damaged_index_is_refused_in_one_line(main, root, endpoint, capsys)

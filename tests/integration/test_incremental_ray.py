@@ -24,3 +24,7 @@ def test_a_replaced_input_file_is_redone_on_resume(tmp_path):
                                       bad_nights.a_part_deleted_by_hand_is_redone], ids=lambda s: s.__name__)
 def test_bad_night_ends_in_the_fresh_runs_table(scenario, tmp_path):
     scenario(ray_job.main, str(tmp_path), None)
+
+
+def test_an_input_file_deleted_mid_run_stops_it_in_one_line(tmp_path):
+    bad_nights.an_input_file_deleted_mid_run(ray_job.ENGINE, str(tmp_path), None)
