@@ -38,7 +38,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
                       _known_facts(output, snapshot, by_part, kept_removed, unread), plan.ids_as_text, leaving)
     relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
     index = write_index(output, job.run_id, {relpath[part]: facts.hashes for part, facts in verified.facts.items()})
-    delta = diff(snapshot, {prepared.relpath(f.path): f for f in plan.files}, config.keep_removed)
+    delta = diff(snapshot, {prepared.relpath(f.path): f for f in plan.files}, kept_removed)
     files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
              for part in table}
     manifest = Manifest(

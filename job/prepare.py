@@ -28,7 +28,7 @@ from job.input.data_files import list_data_files
 from job.input.plan import InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.incremental import check_new_ids
+from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import input_relpath, part_name
 from job.output.table import columns_of, unchanged_files
@@ -94,10 +94,19 @@ def prepare_job(config: JobConfig) -> PreparedJob:
         unchanged, columns = (unchanged_files(snapshot, source.path), columns_of(snapshot.columns)) if snapshot else (None, None)
         plan = plan_input(source, config, unchanged, columns, listing)
         job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night())
-        job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names))
+        job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names),
+                                 lambda gone, running: _moved(job, held, gone, running))
         _act_on(job, held)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
+
+
+def _moved(job: PreparedJob, held: prefix.Held, gone: dict, running: list[str]) -> set[str]:
+    """``decide_night``'s question under --keep-removed: which files gone reappear whole in the files to run."""
+    if held.snapshot is None or held.snapshot.index is None:
+        return set()
+    new = [job.planned[name] for name in running if job.planned[name].rows]
+    return moved_files(job.plan, new, job.output, held.snapshot.index, {name: e.part for name, e in gone.items()})
 
 
 def _act_on(job: PreparedJob, held: prefix.Held) -> None:
@@ -112,6 +121,7 @@ def _act_on(job: PreparedJob, held: prefix.Held) -> None:
     snapshot = night.snapshot
     if job.pending.files and snapshot is not None and snapshot.index is not None and not job.config.skip_id_check:
         kept = {job.relpath(f.path): name for name, f in job.planned.items() if night.kept.get(name, 0) is None}
+        kept |= {name: entry.part for name, entry in night.kept_removed.items()}  # --keep-removed: their ids stay too
         check_new_ids(job.plan, list(job.pending.files), output, snapshot.index, kept)
 
 

@@ -20,6 +20,18 @@ from job.output.verify import ids_hashed_to
 from storage import Location
 
 
+def moved_files(plan: InputPlan, new: list[InputFile], output: Location, index: str, gone: Mapping[str, str]) -> set[str]:
+    """Of the input files gone (``gone``: path relative to --input -> its kept part), those whose every id the new files hold.
+
+    A file renamed between nights reappears whole under its new name; --keep-removed must not keep
+    its old part beside the new one. Compared by the ids' hashes in the table's index.
+    """
+    if plan.id_column is None or not new or not gone:
+        return set()
+    fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
+    return {name for name, hashes in read_index(output, index, gone).items() if len(hashes) and np.isin(hashes, fresh).all()}
+
+
 def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: str, kept: Mapping[str, str]) -> None:
     """Refuse (one line) a new file's id that a kept part already holds.
 

@@ -39,6 +39,9 @@ from job.output.table import Snapshot, TableFile
 
 Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
 FooterReader = Callable[[Sequence[str]], Mapping[str, Footer]]  # part names -> their footers, read together
+# (--keep-removed) the input files gone, by their table entry, and the parts this run writes -> the gone
+# files whose every id is in those parts' input files: moved (renamed), not removed.
+MovedIds = Callable[[Mapping[str, TableFile], Sequence[str]], set[str]]
 
 
 @dataclass(frozen=True)
@@ -83,18 +86,24 @@ class Night:
         return bool(self.adopted or self.removed or newly_gone)
 
 
-def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
-    """The one decision of what the run does to its output (see the module docstring); JobError for what it refuses."""
+def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,
+                 moved: MovedIds = lambda gone, pending: set()) -> Night:
+    """The one decision of what the run does to its output (see the module docstring); JobError for what it refuses.
+
+    ``moved``: with --keep-removed, which input files gone reappear whole under another name (a
+    renamed file): their parts are removed, not kept, or the table would hold their ids twice.
+    """
     if config.overwrite:
         return Night(clear=bool(held.files))
     if not held.files:
         return Night()
     if MANIFEST in held.files:
-        return _on_finished(config, planned, held, read_footers)
+        return _on_finished(config, planned, held, read_footers, moved)
     return _on_partial(config, planned, held, read_footers)
 
 
-def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
+def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,
+                 moved: MovedIds) -> Night:
     if not (config.resume or config.incremental):
         raise JobError(f"{held.uri} already holds a finished job ({MANIFEST}); pass --incremental to run what the "
                        "input gained since, --overwrite to redo it all, or choose another --output")
@@ -109,7 +118,11 @@ def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held
                if name in held.parts and name in by_part and unchanged(by_part[name].identity, file.identity)}
     kept, notes = _proven(planned, read_footers([n for n in sorted(held.parts) if n in planned and n not in vouched]))
     gone = {entry.part: name for name, entry in snapshot.files.items() if entry.part not in planned}
-    kept_removed = {gone[part]: by_part[part] for part in held.parts if part in gone} if config.keep_removed else {}
+    kept_removed = {gone[part]: by_part[part] for part in sorted(held.parts) if part in gone} if config.keep_removed else {}
+    if kept_removed:
+        running = [name for name in planned if name not in vouched and name not in kept]
+        kept_removed = {name: e for name, e in kept_removed.items()
+                        if name not in moved({name: e for name, e in kept_removed.items()}, running)}
     removed = tuple(n for n in sorted(held.parts) if n not in planned and n not in {e.part for e in kept_removed.values()})
     return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, notes=notes)
 

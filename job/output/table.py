@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -104,13 +104,16 @@ def unchanged_files(snapshot: Snapshot, input_root: str) -> dict[str, InputFile]
             for name, f in snapshot.files.items() if not f.removed}
 
 
-def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], keep_removed: bool) -> Delta:
-    """What a run over ``planned`` (relative path -> file) does to the table ``snapshot`` left."""
+def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], kept_removed: Collection[str] = ()) -> Delta:
+    """What a run over ``planned`` (relative path -> file) does to the table ``snapshot`` left.
+
+    ``kept_removed``: the input files gone whose parts the run keeps (--keep-removed); the other files gone are removed.
+    """
     before = snapshot.files if snapshot is not None else {}
     added = tuple(sorted(name for name in planned if name not in before))
     replaced = tuple(sorted(name for name, f in planned.items() if name in before and not unchanged(before[name].identity, f.identity)))
     gone = sorted(name for name in before if name not in planned)
-    return Delta(added, replaced, () if keep_removed else tuple(gone), tuple(gone) if keep_removed else ())
+    return Delta(added, replaced, tuple(n for n in gone if n not in kept_removed), tuple(n for n in gone if n in kept_removed))
 
 
 def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:

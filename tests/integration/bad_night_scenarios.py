@@ -156,3 +156,21 @@ def a_damaged_index_is_refused_in_one_line(main: Main, root: str, endpoint: str 
     write_night(source, endpoint, 2, 1)
     line = refused(main, job_args(source, out, endpoint, "--incremental"), capsys)
     assert f"{first['table']['index']}: the table's id index cannot be read" in line and "--overwrite" in line
+
+
+def a_renamed_file_under_keep_removed(main: Main, root: str, endpoint: str | None) -> None:
+    """--keep-removed keeps the rows of files gone, but a file renamed brings its ids back: its old part goes."""
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 3)
+    args = job_args(source, out, endpoint, "--incremental", "--keep-removed")
+    main(args)
+    write_bytes(source, endpoint, "renamed.parquet", read_bytes(source, endpoint, "part-00001.parquet"))
+    delete(source, endpoint, "part-00001.parquet")
+    delete(source, endpoint, "part-00002.parquet")  # gone for good: its rows stay
+    night = main(args)
+    delta = night["table"]["delta"]
+    assert (delta["added"], delta["removed"], delta["kept_removed"]) == (["renamed.parquet"], ["part-00001.parquet"],
+                                                                        ["part-00002.parquet"])
+    rows, _ = read_output(out, endpoint)
+    assert len(rows) == len({r["id"] for r in rows}) == 3 * ROWS_PER_FILE
+    assert main(args)["run_id"] == night["run_id"]  # and the next night has nothing to do

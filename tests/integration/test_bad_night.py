@@ -39,3 +39,7 @@ def test_an_input_changed_under_the_run_stops_it_in_one_line(scenario, tmp_path)
 def test_a_damaged_index_is_refused_in_one_line(data_root, capsys):
     root, endpoint = data_root
     scenarios.a_damaged_index_is_refused_in_one_line(main, root, endpoint, capsys)
+
+
+def test_a_renamed_file_under_keep_removed_is_not_kept_twice(tmp_path):
+    scenarios.a_renamed_file_under_keep_removed(main, str(tmp_path), None)
