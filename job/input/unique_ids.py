@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from job.input.columns import POSITIONAL_IDS
 from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.errors import JobError
-from job.input.id_hash import id_hashes
+from job.input.id_hash import id_hashes, repeated
 from storage import Location, storage_errors
 from storage.errors import retry_short_range_reads
 
@@ -62,14 +62,12 @@ def check_unique_ids(location: Location, files: Sequence[tuple[str, int]], id_co
     _refuse_nulls(location, files, found, id_column)
     starts = np.cumsum([0, *(file_ids.hashed for file_ids in found)])
     digests = {path: ids_digest(hashes[starts[i] : starts[i + 1]]) for i, (path, _) in enumerate(files)}
-    hashes.sort()
-    repeats = hashes[1:] == hashes[:-1]
-    candidates = np.unique(hashes[1:][repeats])
+    candidates, extra_rows = repeated(hashes)
     for start in range(0, len(candidates), CONFIRM_AT_ONCE):
         places = places_of(location, files, id_column, as_text, candidates[start : start + CONFIRM_AT_ONCE])
-        repeated = {value: rows for value, rows in places.items() if len(rows) > 1}
-        if repeated:
-            raise JobError(_refusal(location, repeated, len(candidates), int(repeats.sum()), id_column))
+        twice = {value: rows for value, rows in places.items() if len(rows) > 1}
+        if twice:
+            raise JobError(_refusal(location, twice, len(candidates), extra_rows, id_column))
     return CheckedIds(len(hashes), digests)
 
 
@@ -182,10 +180,14 @@ def _id_chunks(location: Location, path: str, rows: int, id_column: str) -> Iter
             raise JobError(f"{uri}: cannot read its id column {id_column!r} ({e}); fix or remove the file") from e
 
 
-def _refusal(location: Location, repeated: dict[str, list], values: int, extra_rows: int, id_column: str) -> str:
-    value, places = next(iter(repeated.items()))
-    where = ", ".join(f"{location.uri_of(path)} row {row}" for path, row in places[:EXAMPLE_PLACES])
-    more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
-    return (f"ids in column {id_column!r} are not unique: {value!r} is at {where}{more} ({values} ids repeat, "
-            f"{extra_rows} rows too many); the output holds each id once: fix the data, or pass --id-column naming "
-            f"a unique column ({POSITIONAL_IDS})")
+def _refusal(location: Location, twice: dict[str, list], values: int, extra_rows: int, id_column: str) -> str:
+    value, places = next(iter(twice.items()))
+    where = [f"{location.uri_of(path)} row {row}" for path, row in places]
+    return (f"ids in column {id_column!r} are not unique: {repeat_line(value, where, values, extra_rows)}; the output "
+            f"holds each id once: fix the data, or pass --id-column naming a unique column ({POSITIONAL_IDS})")
+
+
+def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> str:
+    """``'img-3' is at <place>, <place> and 2 more rows (1 ids repeat, 3 rows too many)``: every refusal of a repeated id says it so."""
+    more = f" and {len(where) - EXAMPLE_PLACES} more rows" if len(where) > EXAMPLE_PLACES else ""
+    return f"{value!r} is at {', '.join(where[:EXAMPLE_PLACES])}{more} ({values} ids repeat, {extra_rows} rows too many)"

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from job.errors import JobError
 from job.input.columns import InputColumns
 from job.input.data_files import FileIdentity, unchanged
+from job.input.id_hash import repeated
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
@@ -146,6 +147,4 @@ def read_index(output: Location, name: str, wanted: Iterable[str]) -> dict[str, 
 
 def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:
     """Hash values held twice, within a file or across files: the ids to confirm by value."""
-    every = np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64)
-    every.sort()
-    return np.unique(every[1:][every[1:] == every[:-1]])
+    return repeated(np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64))[0]

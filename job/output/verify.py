@@ -29,7 +29,7 @@ from job.manifest import Counts
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
 from job.output.table import repeated_hashes
-from job.input.unique_ids import EXAMPLE_PLACES, ids_digest
+from job.input.unique_ids import ids_digest, repeat_line
 from storage import Location, storage_errors
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
@@ -124,12 +124,11 @@ def _require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_t
 
 def _repeated(location: Location, twice: Mapping[str, list[tuple[str, int]]]) -> str:
     value, places = next(iter(twice.items()))
-    where = ", ".join(f"{location.uri_of(location.join(name))} row {row}" for name, row in places[:EXAMPLE_PLACES])
-    more = f" and {len(places) - EXAMPLE_PLACES} more rows" if len(places) > EXAMPLE_PLACES else ""
+    where = [f"{location.uri_of(location.join(name))} row {row}" for name, row in places]
     extra = sum(len(p) - 1 for p in twice.values())
-    return (f"output repeats ids: {value!r} is at {where}{more} ({len(twice)} ids repeat, {extra} rows too many), as the "
-            "input does (--skip-id-check skipped the check that refuses this before any work); no manifest was written: "
-            "make the input's ids unique, then run again with --resume, which redoes the files that changed")
+    return (f"output repeats ids: {repeat_line(value, where, len(twice), extra)}, as the input does (--skip-id-check "
+            "skipped the check that refuses this before any work); no manifest was written: make the input's ids unique, "
+            "then run again with --resume, which redoes the files that changed")
 
 
 def ids_hashed_to(location: Location, name: str, wanted: np.ndarray, ids_as_text: bool) -> list[tuple[int, str]]:
