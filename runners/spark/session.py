@@ -16,8 +16,11 @@ Use it through ``runners.spark_job``. Three cases, and who owns what:
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
+import threading
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -70,6 +73,32 @@ def _start_session(master: str | None, verbose: bool) -> SparkSession:
     return session
 
 
+class QuietInterrupt:
+    """While a session the job started runs: Ctrl-C ends the job with its one line, not py4j's tracebacks.
+
+    pyspark's SIGINT handler cancels the jobs through py4j from inside the signal handler, a call
+    re-entering the one the main thread is in, and py4j logs each failure with a traceback on the root
+    logger. Here Ctrl-C only raises ``KeyboardInterrupt`` (stopping the session cancels the jobs), and
+    py4j's own log records are dropped; ``--verbose`` keeps both as pyspark has them.
+    """
+
+    def __enter__(self) -> QuietInterrupt:
+        self.main_thread = threading.current_thread() is threading.main_thread()
+        if self.main_thread:
+            self.previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        logging.getLogger().addFilter(_not_py4j)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger().removeFilter(_not_py4j)
+        if self.main_thread:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _not_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 def launched_by_spark_submit() -> bool:
     """Whether spark-submit started this Python, having chosen the master (its ``--master``,
     ``spark-defaults.conf``, else ``local[*]``) and the workers' Python: the job keeps both.
@@ -91,14 +120,29 @@ class SparkSessionFor:
         self.verbose = verbose
         self.session: SparkSession | None = None
         self.owned = False  # True only for a session this job started: the only one it may tune or stop
+        self.quiet_interrupt: QuietInterrupt | None = None
 
     def __enter__(self) -> SparkSessionFor:
-        self.session, self.owned = get_session(self.master, self.verbose)
+        quiet = None if self.verbose else QuietInterrupt().__enter__()  # Ctrl-C while the JVM starts, too
+        try:
+            self.session, self.owned = get_session(self.master, self.verbose)
+        except BaseException as e:
+            if quiet is not None:
+                quiet.__exit__(type(e), e, e.__traceback__)
+            raise
+        if quiet is not None and not self.owned:  # a session someone else made keeps pyspark's handling
+            quiet.__exit__(None, None, None)
+            quiet = None
+        self.quiet_interrupt = quiet
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.owned and self.session is not None:
+            if isinstance(exc[1], KeyboardInterrupt) and not self.verbose:
+                self.session.sparkContext.setLogLevel("OFF")  # the executors' lines about workers Ctrl-C ended
             self.session.stop()
+        if self.quiet_interrupt is not None:
+            self.quiet_interrupt.__exit__(*exc)
 
     def gives_gpus(self) -> bool:
         """Whether Spark gives each task a GPU (read from the session, once it runs)."""
