@@ -145,7 +145,7 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
 
 
 def require_capable(decode: str | None, capabilities: Capabilities, engine: str) -> None:
-    """Refuse a --decode mode the engine cannot run (``Engine.main`` asks before planning, ``decide`` again)."""
+    """Refuse a --decode mode the engine cannot run (``job.driver.main`` asks before planning, ``decide`` again)."""
     if decode is not None and decode not in capabilities.decodes:
         raise JobError(f"--decode {decode}: {engine} decodes with {', '.join(capabilities.decodes)} only; "
                        f"pass --decode {capabilities.decodes[0]}")
