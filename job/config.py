@@ -16,12 +16,13 @@ from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
-from storage import has_credentials, redact, within
+from storage import has_credentials, normalise, redact, within
 
 # --embeddings: off: predictions only; with: the embedding column beside the predictions; only: the
 # embedding column instead of them (the prediction columns are left out of the table).
 EMBEDDINGS_CHOICES = ("off", "with", "only")
 RECIPE_FIELDS = ("resize", "crop", "mean", "std")
+URI_FIELDS = ("input", "output", "weights", "labels")
 # Every single size fits inside it, so each recipe option alone is checked here, and resize
 # against crop only when both are given; the whole recipe (with the checkpoint's) is checked
 # by inference.describe_model, still before any work.
@@ -66,6 +67,7 @@ class JobConfig:
     embedding_dtype: str = "float16"  # float16 halves the bytes of float32 (2048 values: 4 KiB a row for ResNet50)
 
     def __post_init__(self) -> None:
+        self._normalise_uris()
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
         _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
@@ -97,6 +99,14 @@ class JobConfig:
                      "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
         if self.input is not None and self.output is not None:
             _require_apart(self.input, self.output)
+
+    def _normalise_uris(self) -> None:
+        """One spelling of each URI (``storage.normalise``) before anything compares or records it: the lease, the
+        manifest and the parts' options then name ``S3://b/x`` and ``s3a://b/x`` as the one prefix ``s3://b/x``."""
+        for name in URI_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, normalise(value))  # frozen: this is construction, not a change
 
     def recipe_overrides(self) -> dict[str, object]:
         """The recipe options given (any of resize, crop, mean, std), for ``inference.describe_model``."""

@@ -6,11 +6,14 @@ import subprocess
 import sys
 import time
 
+import boto3
 import pytest
 
 from runners import local_job
 from job.cli import run_main
 from job import progress
+from job.lease.lease import LeaseOwner, OutputLease
+from storage import resolve
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 
@@ -46,6 +49,26 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     assert written == manifest and manifest["settings"]["local"]["workers"] == 1
     kept = ids[:23]  # file order: 6 good, 15 odd, then the first 2 bad rows
     assert_output_contract(rows, manifest, kept, {i: reason for i, reason in bad.items() if i in kept})
+
+
+def test_upper_case_and_s3a_schemes_are_the_s3_prefix_they_name(s3_bucket, s3_env, tmp_path, monkeypatch, capsys):
+    """``S3://`` and ``s3a://`` name the ``s3://`` prefix: one lease, the data and the manifest on S3, nothing local."""
+    monkeypatch.chdir(tmp_path)  # where a scheme taken for a local path would have written
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    names = [f"class {i}" for i in range(1000)]  # random weights: ImageNet's 1000-class head
+    boto3.client("s3", endpoint_url=s3_env).put_object(Bucket=s3_bucket, Key="names.txt", Body="\n".join(names).encode())
+    argv = ["--weights", "random", "--workers", "0", "--input", f"S3://{s3_bucket}/images/", "--s3-endpoint-url", s3_env,
+            "--labels", f"s3a://{s3_bucket}/names.txt"]
+    held = OutputLease.acquire(resolve(f"s3://{s3_bucket}/preds", s3_env), LeaseOwner("other-run", "host-1", 4242))
+    assert run_main(local_job.main, [*argv, "--output", f"S3://{s3_bucket}/preds/"]) == 2
+    assert "run other-run on host-1 (pid 4242) holds its lease" in capsys.readouterr().err
+    held.release()
+    manifest = local_job.main([*argv, "--output", f"S3A://{s3_bucket}/preds/"])
+    assert (manifest["output"], manifest["manifest"]) == (f"s3://{s3_bucket}/preds/", f"s3://{s3_bucket}/preds/_SUCCESS.json")
+    assert (manifest["config"]["input"], manifest["config"]["labels"]) == (f"s3://{s3_bucket}/images/", f"s3://{s3_bucket}/names.txt")
+    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert_output_contract(rows, manifest, ids, bad, names=names)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_more_workers_than_files_start_only_one_per_file(tmp_path):
