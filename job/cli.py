@@ -72,8 +72,10 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                        help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
                             "--embeddings) beside the predictions, only instead of them (no prediction columns), "
                             "off (default)")
-    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default="float16",
-                       help="the embedding column's element type (default: float16, 4 KiB a row for ResNet50)")
+    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=JobConfig.embedding_dtype,
+                       help="the embedding column's element type: float32 (default, 8 KiB a row for ResNet50), or "
+                            "float16 (half that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot "
+                            "read; pyarrow and pandas can)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")

@@ -64,7 +64,9 @@ class JobConfig:
     mean: RGB | None = None  # per channel, of pixels scaled to [0, 1]
     std: RGB | None = None
     embeddings: str = "off"  # off | with | only (EMBEDDINGS_CHOICES): the pooled feature beside or instead of predictions
-    embedding_dtype: str = "float16"  # float16 halves the bytes of float32 (2048 values: 4 KiB a row for ResNet50)
+    # float32: what Spark, Delta and Iceberg read (8 KiB a row for ResNet50's 2048 values). float16 halves that, but
+    # pyarrow writes it only as Parquet's FLOAT16, which Spark 3.5/4 refuses and Delta/Iceberg have no type for.
+    embedding_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         self._normalise_uris()

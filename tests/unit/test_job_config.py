@@ -116,7 +116,7 @@ def test_skip_id_check_is_off_unless_asked_for():
 def test_model_options_parse_as_a_user_types_them(capsys):
     parser = get_args_parser(prog="job")
     config = config_from_args(parser.parse_args(["--embeddings", "--crop", "384", "--resize", "438", "--std", "0.5,0.5,0.5"]))
-    assert (config.embeddings, config.embedding_dtype, config.arch, config.topk) == ("with", "float16", "resnet50", None)
+    assert (config.embeddings, config.embedding_dtype, config.arch, config.topk) == ("with", "float32", "resnet50", None)
     assert config.recipe_overrides() == {"resize": 438, "crop": 384, "std": (0.5, 0.5, 0.5)}
     assert config_from_args(parser.parse_args(["--embeddings", "only"])).embeddings == "only"
     assert config_from_args(parser.parse_args([])).embeddings == "off"
