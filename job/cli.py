@@ -45,7 +45,7 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--output", help="prefix for predictions and _SUCCESS.json (default: a new temp dir)")
     io.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL)")
     io.add_argument("--image-column", default="image", help="column of image bytes or raw pixels (default: image)")
-    io.add_argument("--id-column", default="id", help="column of row ids; absent: '<file name>:<row index>' (default: id)")
+    io.add_argument("--id-column", default="id", help="column of row ids; absent: '<path relative to --input>:<row index>' (default: id)")
     io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
     io.add_argument("--limit", type=int, help="process only the first N images")
     io.add_argument("--skip-id-check", action="store_true",

@@ -36,7 +36,7 @@ class JobConfig:
     weights: str = "imagenet"  # imagenet | random | PATH | s3://...; never falls back to random
     s3_endpoint_url: str | None = None  # S3-compatible store (MinIO, moto...); else AWS_ENDPOINT_URL
     image_column: str = "image"  # encoded bytes, or raw uint8 pixels (see raw_shape)
-    id_column: str = "id"  # when absent from the data, ids are "<file name>:<row index>"
+    id_column: str = "id"  # when absent from the data, ids are "<path relative to --input>:<row index>"
     raw_shape: tuple[int, int, int] | None = None  # H,W,C of raw pixel cells; None: encoded, or per-row height/width/channels columns
     limit: int | None = None  # take only the first N rows, in file order
     # True: trust the ids to be unique and skip reading the id column before the run (about 0.3 s

@@ -16,6 +16,7 @@ from job.lease.lease import LeaseOwner, OutputLease
 from storage import resolve
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
+from tests.integration import checks_scenarios as checks
 
 
 def run(*argv: str) -> dict:
@@ -69,6 +70,10 @@ def test_upper_case_and_s3a_schemes_are_the_s3_prefix_they_name(s3_bucket, s3_en
     rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
     assert_output_contract(rows, manifest, ids, bad, names=names)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_positional_ids_tell_partition_folders_apart(s3_bucket, s3_env):
+    checks.positional_ids_tell_partition_folders_apart(local_job.main, f"s3://{s3_bucket}", s3_env)
 
 
 def test_more_workers_than_files_start_only_one_per_file(tmp_path):
