@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -87,6 +88,20 @@ def test_negative_workers_is_one_line_before_any_work(capsys):
         run_main(local_job.main, ["--workers", "-1"])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and "argument --workers: must be an integer >= 0, got -1" in err
+
+
+@pytest.mark.parametrize("output", ["/sys/kernel", "/sys/streaming-batch-inference-out", "FILE/out"])
+def test_an_output_this_user_may_not_write_is_one_line_before_any_work(tmp_path, capsys, output):
+    """Real refusals that stop root too: sysfs takes no new files, and a file stands where a folder should be."""
+    if output.startswith("/sys") and not os.path.isdir("/sys/kernel"):
+        pytest.skip("needs Linux's /sys")
+    write_mixed(str(tmp_path / "in"))
+    (tmp_path / "FILE").write_text("not a folder")
+    output = output.replace("FILE", str(tmp_path / "FILE"))
+    assert run_main(local_job.main, ["--weights", "random", "--input", str(tmp_path / "in"), "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {output}/_lease.json: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "choose a" in err and "path" in err, err  # the fix, whichever errno this machine's /sys gives
 
 
 def test_startup_counts_from_the_interpreter_not_from_what_ran_before_it(tmp_path):

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import pyarrow.fs as pafs
 import pytest
 
 from storage import StorageError, has_credentials, normalise, resolve, within
+from storage.conditional import create_exclusive
+from storage.errors import _LOCAL_HINTS, storage_errors
 from storage.resolve import s3_endpoint
 
 
@@ -102,3 +107,20 @@ def test_max_attempts_come_from_the_sdk_variable(monkeypatch):
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "0")
     with pytest.raises(StorageError, match="AWS_MAX_ATTEMPTS='0': expected a positive integer"):
         resolve("s3://bucket/in/", "http://127.0.0.1:9")
+
+
+def test_local_refusals_name_the_path_and_the_fix(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    location = resolve(str(tmp_path / "file" / "out"))
+    with pytest.raises(StorageError, match=re.escape(f"{location.path}/_lease.json: a file stands where a folder should be: "
+                                                     "move the file, or choose another path ([Errno 20] Not a directory")):
+        create_exclusive(location, location.join("_lease.json"), b"{}")
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's /sys")
+def test_a_folder_even_root_may_not_write_is_one_line_naming_the_fix():
+    """sysfs takes no new files from root either (EACCES; EROFS where /sys is mounted read-only)."""
+    with pytest.raises(StorageError) as refused, storage_errors("/sys/kernel/_lease.json"):
+        open("/sys/kernel/_lease.json", "xb")
+    cause = refused.value.__cause__
+    assert str(refused.value) == f"/sys/kernel/_lease.json: {_LOCAL_HINTS[cause.errno]} ({cause})"
