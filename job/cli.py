@@ -45,7 +45,7 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--output", help="prefix for predictions and _SUCCESS.json (default: a new temp dir)")
     io.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL)")
     io.add_argument("--image-column", default="image", help="column of image bytes or raw pixels (default: image)")
-    io.add_argument("--id-column", default="id", help="column of row ids; absent: '<file name>:<row index>' (default: id)")
+    io.add_argument("--id-column", default="id", help="column of row ids; absent: '<path relative to --input>:<row index>' (default: id)")
     io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
     io.add_argument("--limit", type=int, help="process only the first N images")
     io.add_argument("--skip-id-check", action="store_true",
@@ -72,8 +72,10 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                        help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
                             "--embeddings) beside the predictions, only instead of them (no prediction columns), "
                             "off (default)")
-    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default="float16",
-                       help="the embedding column's element type (default: float16, 4 KiB a row for ResNet50)")
+    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=JobConfig.embedding_dtype,
+                       help="the embedding column's element type: float32 (default, 8 KiB a row for ResNet50), or "
+                            "float16 (half that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot "
+                            "read; pyarrow and pandas can)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")

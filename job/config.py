@@ -16,12 +16,13 @@ from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
-from storage import has_credentials, redact, within
+from storage import has_credentials, normalise, redact, within
 
 # --embeddings: off: predictions only; with: the embedding column beside the predictions; only: the
 # embedding column instead of them (the prediction columns are left out of the table).
 EMBEDDINGS_CHOICES = ("off", "with", "only")
 RECIPE_FIELDS = ("resize", "crop", "mean", "std")
+URI_FIELDS = ("input", "output", "weights", "labels")
 # Every single size fits inside it, so each recipe option alone is checked here, and resize
 # against crop only when both are given; the whole recipe (with the checkpoint's) is checked
 # by inference.describe_model, still before any work.
@@ -35,7 +36,7 @@ class JobConfig:
     weights: str = "imagenet"  # imagenet | random | PATH | s3://...; never falls back to random
     s3_endpoint_url: str | None = None  # S3-compatible store (MinIO, moto...); else AWS_ENDPOINT_URL
     image_column: str = "image"  # encoded bytes, or raw uint8 pixels (see raw_shape)
-    id_column: str = "id"  # when absent from the data, ids are "<file name>:<row index>"
+    id_column: str = "id"  # when absent from the data, ids are "<path relative to --input>:<row index>"
     raw_shape: tuple[int, int, int] | None = None  # H,W,C of raw pixel cells; None: encoded, or per-row height/width/channels columns
     limit: int | None = None  # take only the first N rows, in file order
     # True: trust the ids to be unique and skip reading the id column before the run (about 0.3 s
@@ -63,9 +64,12 @@ class JobConfig:
     mean: RGB | None = None  # per channel, of pixels scaled to [0, 1]
     std: RGB | None = None
     embeddings: str = "off"  # off | with | only (EMBEDDINGS_CHOICES): the pooled feature beside or instead of predictions
-    embedding_dtype: str = "float16"  # float16 halves the bytes of float32 (2048 values: 4 KiB a row for ResNet50)
+    # float32: what Spark, Delta and Iceberg read (8 KiB a row for ResNet50's 2048 values). float16 halves that, but
+    # pyarrow writes it only as Parquet's FLOAT16, which Spark 3.5/4 refuses and Delta/Iceberg have no type for.
+    embedding_dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        self._normalise_uris()
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
         _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
@@ -97,6 +101,14 @@ class JobConfig:
                      "use AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
         if self.input is not None and self.output is not None:
             _require_apart(self.input, self.output)
+
+    def _normalise_uris(self) -> None:
+        """One spelling of each URI (``storage.normalise``) before anything compares or records it: the lease, the
+        manifest and the parts' options then name ``S3://b/x`` and ``s3a://b/x`` as the one prefix ``s3://b/x``."""
+        for name in URI_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, normalise(value))  # frozen: this is construction, not a change
 
     def recipe_overrides(self) -> dict[str, object]:
         """The recipe options given (any of resize, crop, mean, std), for ``inference.describe_model``."""

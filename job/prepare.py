@@ -24,13 +24,13 @@ from functools import cached_property
 from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.execution import model_for
-from job.input.data_files import list_data_files
+from job.input.data_files import input_relpath, list_data_files
 from job.input.plan import InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
-from job.output.parts import input_relpath, part_name
+from job.output.parts import part_name
 from job.output.table import columns_of, unchanged_files
 from job.sample.sample import write_sample
 from storage import Location, require_bucket, resolve

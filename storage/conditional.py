@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import pyarrow.fs as pafs
 
-from storage.errors import StorageError, explain
+from storage.errors import StorageError, explain, storage_errors
 from storage.resolve import S3_CONNECT_TIMEOUT_S, S3_REQUEST_TIMEOUT_S, Location, s3_max_attempts
 
 # S3 answers 409 ConditionalRequestConflict while another conditional write to the key is in
@@ -81,17 +81,20 @@ def delete_if(location: Location, path: str, version: str) -> bool:
 
 @contextlib.contextmanager
 def _folder_lock(path: str) -> Iterator[None]:
-    folder = os.path.dirname(path)
-    try:
+    """Hold the lock on ``path``'s folder (made if missing) for the block.
+
+    An OSError in the block or in making the folder (one this user may not write, a file where a
+    folder should be) becomes a one-line ``StorageError`` naming ``path`` and the fix.
+    """
+    with storage_errors(path):
+        folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         fd = os.open(folder, os.O_RDONLY)
-    except OSError as e:
-        raise explain(path, e) from e
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
 
 def _local_read(path: str) -> tuple[bytes, str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -32,6 +33,18 @@ _HINTS = [
     ("HTTP status 503", _UNAVAILABLE),
 ]
 
+# A local filesystem's refusals by errno (Python's and pyarrow's OSErrors carry it): what it means and what to do.
+# Root is refused too where permission bits do not decide (a read-only mount, /sys, /proc).
+_NO_FOLDER = "a file stands where a folder should be: move the file, or choose another path"
+_LOCAL_HINTS = {
+    errno.EACCES: "permission denied: this user may not write here; choose another path, or grant it write permission",
+    errno.EPERM: "operation not permitted here: choose another path, one this user may write",
+    errno.EROFS: "the file system is read-only: choose a path on a writable one",
+    errno.ENOTDIR: _NO_FOLDER,
+    errno.EEXIST: _NO_FOLDER,  # makedirs met a file where a folder of the path should be
+    errno.ENOSPC: "no space left on the device: free some, or choose a path on another one",
+}
+
 # Advice in pyarrow's messages about options of its own API that our commands do not have.
 _NOT_OURS = ("To create buckets, enable the allow_bucket_creation option.",)
 
@@ -49,7 +62,7 @@ class StorageError(RuntimeError):
 def explain(uri: str, error: BaseException) -> StorageError:
     """A ``StorageError`` for ``uri`` from a pyarrow/SDK exception, with a hint when one is known."""
     message = " ".join(str(error).split())
-    hint = next((hint for needle, hint in _HINTS if needle in message), None)
+    hint = _LOCAL_HINTS.get(getattr(error, "errno", None)) or next((hint for needle, hint in _HINTS if needle in message), None)
     for advice in _NOT_OURS:
         message = message.replace(advice, "").strip()
     return StorageError(f"{uri}: {hint} ({_shorten(message)})" if hint else f"{uri}: {_shorten(message)}")

@@ -9,6 +9,7 @@ Use ``resolve(uri, endpoint_url)`` everywhere data is read or written. S3 goes t
 from __future__ import annotations
 
 import os
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -26,6 +27,10 @@ S3_MAX_ATTEMPTS = 10
 # Fail fast on an unreachable endpoint; a live one answers a TCP connect in well under this.
 S3_CONNECT_TIMEOUT_S = 5.0
 S3_REQUEST_TIMEOUT_S = 60.0
+# Hadoop's names for S3: s3a:// (what Databricks and Spark users write) and the retired s3n://. They
+# name the same bucket and key as s3://, so they resolve as s3:// and share its output prefix and lease.
+S3_ALIASES = ("s3a", "s3n")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,8 @@ def has_credentials(url: str | None) -> bool:
     """
     if not url or "://" not in url:
         return False
-    scheme, rest = url.split("://", 1)
-    if scheme.lower() == "s3":
+    scheme, rest = normalise(url).split("://", 1)
+    if scheme == "s3":
         authority = rest.split("/", 1)[0]
         return "@" in authority or ":" in authority
     return "@" in rest
@@ -132,10 +137,25 @@ def s3_max_attempts() -> int:
     return int(value)
 
 
+def normalise(uri: str) -> str:
+    """``uri`` spelt one way: its scheme in lower case, S3's aliases (``S3_ALIASES``) as ``s3``.
+
+    Use it on every URI a user gives before comparing, recording or resolving it: ``S3://b/x``,
+    ``s3a://b/x`` and ``s3://b/x`` are one prefix, so they must take one lease. Paths without a
+    scheme, and the rest of the URI (bucket, key), are returned as they are.
+    """
+    match = _SCHEME.match(uri)
+    if match is None:
+        return uri
+    scheme = match.group(1).lower()
+    return f"{'s3' if scheme in S3_ALIASES else scheme}://{uri[match.end():]}"
+
+
 def resolve(uri: str, endpoint_url: str | None = None) -> Location:
-    """Resolve ``uri`` (``s3://bucket/prefix``, ``file:///dir`` or a local path)."""
+    """Resolve ``uri`` (``s3://bucket/prefix``, ``file:///dir`` or a local path), spelt as ``normalise`` spells it."""
     if not uri:
         raise StorageError("empty URI: pass an s3://bucket/prefix or a local path")
+    uri = normalise(uri)
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
         _refuse_credentials(uri, "the URI")
@@ -155,7 +175,7 @@ def within(uri: str, prefix: str) -> bool:
 
 def _place(uri: str) -> tuple[str, str]:
     """(store, path) of a URI: ("s3", "bucket/key"), or ("local", a resolved absolute path)."""
-    parsed = urlparse(uri)
+    parsed = urlparse(normalise(uri))
     if parsed.scheme in ("", "file"):
         return "local", os.path.realpath(os.path.expanduser(parsed.path if parsed.scheme == "file" else uri))
     return parsed.scheme, f"{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/")

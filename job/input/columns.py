@@ -17,7 +17,17 @@ from job.errors import JobError
 from storage import Location
 
 SHAPE_COLUMNS = ("height", "width", "channels")  # per-row raw pixel shape, when present
-POSITIONAL_IDS = "one the files lack gives '<file name>:<row>' ids"
+POSITIONAL_IDS = "one the files lack gives '<path relative to --input>:<row>' ids"
+
+
+def positional_ids(relative: str, start: int, rows: int) -> list[str]:
+    """The ids of rows ``start`` to ``start + rows`` of a file without an id column: ``<relative>:<row>``.
+
+    ``relative``: the file's path relative to --input (``job.input.data_files.input_relpath``), so
+    ``date=1/part-0.parquet`` and ``date=2/part-0.parquet`` never share an id: unique by construction,
+    and for a file directly under --input the id is ``<file name>:<row>``.
+    """
+    return [f"{relative}:{start + i}" for i in range(rows)]
 
 
 @dataclass(frozen=True)
@@ -30,7 +40,7 @@ class Footer:
 
 @dataclass(frozen=True)
 class InputColumns:
-    id_column: str | None  # None: the first file has no such column; ids are "<file name>:<row>"
+    id_column: str | None  # None: the first file has no such column; ids are positional (``positional_ids``)
     shape_columns: bool  # raw pixels sized per row by SHAPE_COLUMNS
     ids_as_text: bool  # some file's ids are text (or ids are positional): integer ids are compared as the text the output holds
 
@@ -52,7 +62,7 @@ def check_columns(
             _check_id_type(where, footer.schema.field(ids))
         if shape_columns:
             _check_shape_columns(where, footer.schema, location.uri_of(footers[0].path))
-    # Positional ids ("<file name>:<row>") are text too: the final check hashes them as such.
+    # Positional ids ("<path>:<row>") are text too: the final check hashes them as such.
     as_text = ids is None or not all(_is_integer(f.schema.field(ids).type) for f in footers)
     return InputColumns(ids, shape_columns, as_text)
 

@@ -62,6 +62,12 @@ def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> boo
     return recorded is not None and recorded == listed
 
 
+def input_relpath(input_root: str, path: str) -> str:
+    """An input file's path relative to the input prefix (its name when the input is one file): how a part, the
+    table's snapshot and positional ids name the file, the same on every run."""
+    return posixpath.relpath(path, input_root) if path != input_root else posixpath.basename(path)
+
+
 def list_data_files(location: Location) -> dict[str, FileIdentity]:
     """The data files under ``location`` (paths inside its filesystem, sorted) and their identities; JobError if none."""
     with storage_errors(location.uri):

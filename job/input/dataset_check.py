@@ -12,7 +12,6 @@ or the id column can tell reaches a worker as a traceback or the end of a night 
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ FOOTER_READ_THREADS = 32
 @dataclass(frozen=True)
 class DatasetReport:
     files: tuple[tuple[str, int], ...]  # (path, rows to read) of the files to run, in order; --limit applied
-    columns: InputColumns | None  # None: no file had rows (nothing to read columns from); else the id column (or None: "<file name>:<row>" ids), shape columns, how ids hash
+    columns: InputColumns | None  # None: no file had rows (nothing to read columns from); else the id column (or None: "<path>:<row>" ids), shape columns, how ids hash
     empty: tuple[str, ...]  # files with no rows (0 bytes, or a Parquet file of 0 rows): nothing to run
     ids: CheckedIds | None  # what the id check found (each file's ids digest); None when skipped or ids are positional
 
@@ -70,12 +69,10 @@ def check_dataset(
         raise JobError(f"{location.uri}: the input has no rows; nothing to do")
     columns = check_columns(location, with_rows, image_column=image_column, id_column=id_column, raw_shape=raw_shape)
     files = take_rows([(f.path, f.rows) for f in with_rows], limit)
-    ids = None
-    if columns.id_column is None:
-        _require_distinct_names(location, [path for path, _ in files])
-    elif check_ids:
+    ids = None  # positional ids (no id column) are unique by construction: nothing to read
+    if columns.id_column is not None and check_ids:
         ids = check_unique_ids(location, files, columns.id_column, columns.ids_as_text)
-    else:  # no id read: what the footers say of null ids is all there is before the run
+    elif columns.id_column is not None:  # no id read: what the footers say of null ids is all there is before the run
         _refuse_counted_nulls(location, files, {f.path: f.id_nulls for f in with_rows}, columns.id_column)
     empty = tuple(f.path for f in footers if f.rows == 0)
     return DatasetReport(tuple(files), columns, empty, ids)
@@ -136,15 +133,3 @@ def take_rows(files: list[tuple[str, int]], limit: int | None) -> list[tuple[str
             if remaining <= 0:
                 break
     return taken
-
-
-def _require_distinct_names(location: Location, paths: list[str]) -> None:
-    """Positional ids are "<file name>:<row>": two files of one name (in two partition folders) repeat them."""
-    seen: dict[str, str] = {}
-    for path in paths:
-        name = posixpath.basename(path)
-        if name in seen:
-            raise JobError(f"ids would repeat: the files have no id column, so each row's id is '<file name>:<row>', and "
-                           f"{location.uri_of(seen[name])} and {location.uri_of(path)} share the name {name!r}; add a "
-                           "unique id column to the files (--id-column), or give the files distinct names")
-        seen[name] = path

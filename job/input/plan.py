@@ -13,7 +13,6 @@ every engine, and the unit of output: one part per input file.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,10 +20,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.input.columns import SHAPE_COLUMNS, InputColumns  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
+from job.input.columns import SHAPE_COLUMNS, InputColumns, positional_ids  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
 from job.config import JobConfig
 from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
-from job.input.data_files import FileIdentity, list_data_files, unchanged
+from job.input.data_files import FileIdentity, input_relpath, list_data_files, unchanged
 from job.input.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from job.errors import DataError, JobError
 from job.input.unique_ids import first_null, null_id_problem
@@ -47,7 +46,7 @@ class InputFile:
 class InputPlan:
     location: Location
     files: tuple[InputFile, ...]
-    id_column: str | None  # None: ids are "<file name>:<row index>"
+    id_column: str | None  # None: ids are "<path relative to --input>:<row index>" (columns.positional_ids)
     image_column: str
     shape_columns: bool  # raw pixels with per-row height/width/channels columns
     ids_as_text: bool = True  # False: integer ids, hashed (job.input.id_hash) as numbers
@@ -103,7 +102,7 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
     Raises ``DataError`` for what only reading the rows can find: a damaged page (``job.input.damaged``),
     a null id (``--skip-id-check`` where footers have no null counts; ``job.input.dataset_check`` refuses the rest).
     """
-    name, uri = os.path.basename(file.path), plan.location.uri_of(file.path)
+    relative, uri = input_relpath(plan.location.path, file.path), plan.location.uri_of(file.path)
     start = 0
     with storage_errors(uri):
         # pre_buffer (the default in recent pyarrow, not in older ones): one coalesced GET per row
@@ -123,7 +122,7 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
             if batch is None:
                 return
             batch = batch.slice(0, file.rows - start)
-            yield _ids(plan, batch, name, start, uri), batch
+            yield _ids(plan, batch, relative, start, uri), batch
             start += batch.num_rows
 
 
@@ -152,9 +151,9 @@ def read_planned(plan: InputPlan, index: int, batch_rows: int) -> Iterator[tuple
         start += batch.num_rows
 
 
-def _ids(plan: InputPlan, batch: pa.RecordBatch, name: str, start: int, uri: str) -> list[str]:
+def _ids(plan: InputPlan, batch: pa.RecordBatch, relative: str, start: int, uri: str) -> list[str]:
     if plan.id_column is None:
-        return [f"{name}:{start + i}" for i in range(batch.num_rows)]
+        return positional_ids(relative, start, batch.num_rows)
     column = batch.column(plan.id_column)
     if column.null_count:
         row = start + first_null(column)

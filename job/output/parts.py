@@ -38,6 +38,7 @@ from job import progress
 from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
+from job.input.data_files import input_relpath
 from job.input.plan import InputFile, InputPlan
 from job.output.rows import EMBEDDING
 from job.timeline import progress_events
@@ -62,11 +63,6 @@ def part_name(input_root: str, path: str) -> str:
     stem = posixpath.basename(relative).removesuffix(".parquet")
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:STEM_CHARS]
     return f"{PART_PREFIX}{stem}-{hashlib.sha1(relative.encode()).hexdigest()[:8]}{PART_SUFFIX}"
-
-
-def input_relpath(input_root: str, path: str) -> str:
-    """An input file's path relative to the input prefix (its name when the input is one file)."""
-    return posixpath.relpath(path, input_root) if path != input_root else posixpath.basename(path)
 
 
 def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> dict:

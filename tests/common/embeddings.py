@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from tests.common.contract import read_output
 
 
-def embeddings_of(output: Path | str, dtype: pa.DataType = pa.float16()) -> dict[str, np.ndarray]:
+def embeddings_of(output: Path | str, dtype: pa.DataType = pa.float32()) -> dict[str, np.ndarray]:
     """{id: embedding as float32} of a finished output's rows that have one; checks the column's type."""
     files = [Path(output) / name for name in read_output(str(output))[1]["files"]]
     table = pq.read_table(files, columns=["id", "embedding"])

@@ -26,7 +26,7 @@ from tests.integration.checks_scenarios import Main, files_under, job_args, refu
 
 RESUME = "then run again with --resume, which keeps the parts committed so far"
 NULL_ID = ("its id (column 'id') is null{}; every row needs an id, which names its output row: fill the ids in, or pass "
-           "--id-column naming a column without nulls (one the files lack gives '<file name>:<row>' ids)")
+           "--id-column naming a column without nulls (one the files lack gives '<path relative to --input>:<row>' ids)")
 
 
 def stopped(main: Main, argv: Sequence[str], capfd) -> str:

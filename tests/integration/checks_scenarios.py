@@ -71,7 +71,7 @@ def repeated_ids_are_refused_before_any_work(main: Main, root: str, endpoint: st
     assert line == (f"ids in column 'id' are not unique: 'img-3' is at {root}/in/part-00000.parquet row 3, "
                     f"{root}/in/part-00001.parquet row 4 (1 ids repeat, 1 rows too many); the output holds each id once: "
                     "fix the data, or pass --id-column naming a unique column (one the files lack gives "
-                    "'<file name>:<row>' ids)")
+                    "'<path relative to --input>:<row>' ids)")
     assert files_under(f"{root}/out", endpoint) == []  # no part, no manifest, no lease
 
 
@@ -81,7 +81,7 @@ def a_file_without_the_id_column_is_refused_before_any_work(main: Main, root: st
     line = refused(main, job_args(f"{root}/in", f"{root}/out", endpoint), capsys)
     assert line == (f"{root}/in/part-00001.parquet: no id column 'id', which {root}/in/part-00000.parquet has; "
                     "ids must come from one column in every file: add it to every file, or pass --id-column naming a "
-                    "column every file has (one the files lack gives '<file name>:<row>' ids)")
+                    "column every file has (one the files lack gives '<path relative to --input>:<row>' ids)")
     assert files_under(f"{root}/out", endpoint) == []
 
 
@@ -106,15 +106,30 @@ def partition_folders_and_writer_markers_run(main: Main, root: str, endpoint: st
     assert len(manifest["files"]) == 3 and LEASE_NAME not in files_under(f"{root}/out", endpoint)  # released
 
 
+def positional_ids_tell_partition_folders_apart(main: Main, root: str, endpoint: str | None) -> None:
+    """Files without an id column, of one name in two partition folders: ids are "<path under --input>:<row>"."""
+    for folder in ("date=1", "date=2"):
+        write_images(f"{root}/in/{folder}", endpoint, [f"{folder}-{i}" for i in range(ROWS_PER_FILE + 2)])  # 2 files each
+        for name in ("part-00000.parquet", "part-00001.parquet"):
+            drop_ids(f"{root}/in/{folder}/{name}", endpoint)
+    manifest = main(job_args(f"{root}/in", f"{root}/out", endpoint))
+    rows, _ = read_output(f"{root}/out", endpoint)
+    expected = [f"{folder}/part-0000{n}.parquet:{row}" for folder in ("date=1", "date=2")
+                for n, rows_in_file in enumerate((ROWS_PER_FILE, 2)) for row in range(rows_in_file)]
+    assert_output_contract(rows, manifest, expected, bad={})  # 16 distinct ids, none lost to a shared file name
+
+
 def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: str, endpoint: str | None, capsys) -> None:
-    """A subprocess run holds the output's lease; a second run meanwhile is refused; the first finishes alone."""
+    """A subprocess run holds the output's lease; a second run meanwhile (``S3A://`` for ``s3://``) is refused; the
+    first finishes alone."""
     ids = [f"img-{i}" for i in range(24)]
     write_images(f"{root}/in", endpoint, ids)
     argv = job_args(f"{root}/in", f"{root}/out", endpoint)
     first = subprocess.Popen([sys.executable, "-m", *command, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for_lease(first, f"{root}/out", endpoint)
-        line = refused(main, argv, capsys)
+        # The same prefix spelt as Hadoop users and upper-case schemes write it: the same lease.
+        line = refused(main, job_args(f"{root}/in", re.sub(r"^s3://", "S3A://", f"{root}/out"), endpoint), capsys)
         output, _ = first.communicate(timeout=FIRST_RUN_TIMEOUT_S)
     finally:
         first.kill()

@@ -23,6 +23,10 @@ def spark():
         yield session
 
 
+def test_positional_ids_tell_partition_folders_apart(tmp_path):
+    scenarios.positional_ids_tell_partition_folders_apart(spark_job.main, str(tmp_path), None)
+
+
 def test_repeated_ids_are_refused_before_any_work(data_root, capsys):
     scenarios.repeated_ids_are_refused_before_any_work(spark_job.main, *data_root, capsys)
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
+import boto3
 import pytest
 
 from runners import local_job
 from job.cli import run_main
 from job import progress
+from job.lease.lease import LeaseOwner, OutputLease
+from storage import resolve
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
+from tests.integration import checks_scenarios as checks
 
 
 def run(*argv: str) -> dict:
@@ -48,6 +53,30 @@ def test_s3_in_s3_out_meets_the_output_contract(s3_bucket, s3_env):
     assert_output_contract(rows, manifest, kept, {i: reason for i, reason in bad.items() if i in kept})
 
 
+def test_upper_case_and_s3a_schemes_are_the_s3_prefix_they_name(s3_bucket, s3_env, tmp_path, monkeypatch, capsys):
+    """``S3://`` and ``s3a://`` name the ``s3://`` prefix: one lease, the data and the manifest on S3, nothing local."""
+    monkeypatch.chdir(tmp_path)  # where a scheme taken for a local path would have written
+    ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env)
+    names = [f"class {i}" for i in range(1000)]  # random weights: ImageNet's 1000-class head
+    boto3.client("s3", endpoint_url=s3_env).put_object(Bucket=s3_bucket, Key="names.txt", Body="\n".join(names).encode())
+    argv = ["--weights", "random", "--workers", "0", "--input", f"S3://{s3_bucket}/images/", "--s3-endpoint-url", s3_env,
+            "--labels", f"s3a://{s3_bucket}/names.txt"]
+    held = OutputLease.acquire(resolve(f"s3://{s3_bucket}/preds", s3_env), LeaseOwner("other-run", "host-1", 4242))
+    assert run_main(local_job.main, [*argv, "--output", f"S3://{s3_bucket}/preds/"]) == 2
+    assert "run other-run on host-1 (pid 4242) holds its lease" in capsys.readouterr().err
+    held.release()
+    manifest = local_job.main([*argv, "--output", f"S3A://{s3_bucket}/preds/"])
+    assert (manifest["output"], manifest["manifest"]) == (f"s3://{s3_bucket}/preds/", f"s3://{s3_bucket}/preds/_SUCCESS.json")
+    assert (manifest["config"]["input"], manifest["config"]["labels"]) == (f"s3://{s3_bucket}/images/", f"s3://{s3_bucket}/names.txt")
+    rows, _ = read_output(f"s3://{s3_bucket}/preds/", s3_env)
+    assert_output_contract(rows, manifest, ids, bad, names=names)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_positional_ids_tell_partition_folders_apart(s3_bucket, s3_env):
+    checks.positional_ids_tell_partition_folders_apart(local_job.main, f"s3://{s3_bucket}", s3_env)
+
+
 def test_more_workers_than_files_start_only_one_per_file(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=30)  # one file
     manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--workers", "4", "--limit", "3")
@@ -59,6 +88,20 @@ def test_negative_workers_is_one_line_before_any_work(capsys):
         run_main(local_job.main, ["--workers", "-1"])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and "argument --workers: must be an integer >= 0, got -1" in err
+
+
+@pytest.mark.parametrize("output", ["/sys/kernel", "/sys/streaming-batch-inference-out", "FILE/out"])
+def test_an_output_this_user_may_not_write_is_one_line_before_any_work(tmp_path, capsys, output):
+    """Real refusals that stop root too: sysfs takes no new files, and a file stands where a folder should be."""
+    if output.startswith("/sys") and not os.path.isdir("/sys/kernel"):
+        pytest.skip("needs Linux's /sys")
+    write_mixed(str(tmp_path / "in"))
+    (tmp_path / "FILE").write_text("not a folder")
+    output = output.replace("FILE", str(tmp_path / "FILE"))
+    assert run_main(local_job.main, ["--weights", "random", "--input", str(tmp_path / "in"), "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {output}/_lease.json: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "choose a" in err and "path" in err, err  # the fix, whichever errno this machine's /sys gives
 
 
 def test_startup_counts_from_the_interpreter_not_from_what_ran_before_it(tmp_path):

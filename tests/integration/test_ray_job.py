@@ -63,7 +63,7 @@ def test_rerun_refuses_then_overwrite_replaces_and_resume_redoes_only_what_is_mi
 
 def test_local_paths_without_id_column_and_limit(tmp_path):
     ids, _ = write_mixed(str(tmp_path / "src"))
-    # Drop the id column: ids become "<file name>:<row index>".
+    # Drop the id column: ids become "<path relative to --input>:<row index>".
     for path in sorted((tmp_path / "src").glob("*.parquet")):
         pq.write_table(pq.read_table(path).drop_columns(["id"]), path)
     manifest = run("--input", str(tmp_path / "src"), "--output", str(tmp_path / "out"), "--limit", "12")

@@ -37,7 +37,7 @@ def assert_same_predictions(got: dict[str, dict], expected: dict[str, dict]) -> 
         assert got[key]["error"] == row["error"] and got[key]["topk_labels"] == row["topk_labels"], key
         if row["topk_scores"] is not None:
             np.testing.assert_allclose(got[key]["topk_scores"], row["topk_scores"], atol=1e-4)
-        if row.get("embedding") is not None:  # float16 from every path, Spark's float32 lists cast back
+        if row.get("embedding") is not None:  # the job's dtype from every path
             np.testing.assert_allclose(np.float32(got[key]["embedding"]), np.float32(row["embedding"]), rtol=1e-2, atol=1e-3)
 
 
@@ -70,6 +70,19 @@ def test_series_udf_and_prefetch_give_the_iterator_predictions(tmp_path):
     assert len(expected) == 14
     assert_same_predictions(by_id(str(tmp_path / "series")), expected)
     assert_same_predictions(by_id(str(tmp_path / "prefetch")), expected)
+
+
+def test_spark_reads_an_output_with_default_embeddings(spark, tmp_path):
+    """Spark 3.5/4 refuse Parquet's FLOAT16 ("Illegal Parquet type"): the default embedding is float32, which they read."""
+    write_mixed(str(tmp_path / "in"), rows_per_file=6)
+    run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--limit", "6", "--embeddings")
+    rows = {row["id"]: row for row in spark.read.parquet(str(tmp_path / "out")).collect()}
+    expected = by_id(str(tmp_path / "out"))
+    assert rows.keys() == expected.keys() and len(rows) == 6
+    for key, row in expected.items():
+        assert (rows[key]["embedding"] is None) == (row["embedding"] is None), key
+        if row["embedding"] is not None:
+            assert len(rows[key]["embedding"]) == 2048 and rows[key]["embedding"] == row["embedding"], key
 
 
 def test_a_retried_task_does_not_duplicate_rows(tmp_path, monkeypatch):

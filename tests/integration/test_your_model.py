@@ -136,7 +136,7 @@ def test_the_manifest_and_every_footer_record_the_model(case, outputs):
         options = read_part_record(resolve(str(outputs["spark"])), name)[1]["options"]
         assert {key: options[key] for key in ("arch", "names_sha256", "weights_sha256", "recipe", "topk", "embeddings")} == \
             {"arch": "resnet50", "names_sha256": model["names_sha256"], "weights_sha256": model["weights_sha256"],
-             "recipe": model["recipe"], "topk": 5, "embeddings": "float16"}
+             "recipe": model["recipe"], "topk": 5, "embeddings": "float32"}
 
 
 @pytest.mark.parametrize("changed, named", [

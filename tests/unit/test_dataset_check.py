@@ -107,7 +107,7 @@ def test_a_file_that_is_not_parquet_is_refused_by_name(root):
 def test_a_file_without_the_id_column_is_refused_naming_it_and_the_fix(root):
     put_table(root, "a.parquet", images(["a", "b"]))
     put_table(root, "b.parquet", images(["c"], id_column=None))
-    with pytest.raises(JobError, match=r"b.parquet: no id column 'id', which .*a.parquet has; .*--id-column .*'<file name>:<row>'"):
+    with pytest.raises(JobError, match=r"b.parquet: no id column 'id', which .*a.parquet has; .*--id-column .*'<path relative to --input>:<row>'"):
         check(root)
 
 
@@ -166,7 +166,7 @@ def test_the_skip_switch_and_limit_leave_unread_duplicates_alone(root):
 
 
 NULL_ID = ("its id (column 'id') is null{}; every row needs an id, which names its output row: fill the ids in, or pass "
-           "--id-column naming a column without nulls (one the files lack gives '<file name>:<row>' ids)")
+           "--id-column naming a column without nulls (one the files lack gives '<path relative to --input>:<row>' ids)")
 
 
 def test_a_null_id_is_refused_naming_its_file_and_row(root):
@@ -205,13 +205,11 @@ def test_an_input_of_only_empty_files_has_nothing_to_do(root):
         check(root)
 
 
-def test_positional_ids_refuse_two_files_of_one_name(root):
+def test_positional_ids_are_unique_by_construction_so_files_of_one_name_pass(root):
     put_table(root, "date=1/part-0.parquet", images(["a"], id_column=None))
-    put_table(root, "date=2/part-0.parquet", images(["b"], id_column=None))
-    with pytest.raises(JobError, match=r"share the name 'part-0.parquet'; add a unique id column"):
-        check(root)
-    root.filesystem.move(root.join("date=2/part-0.parquet"), root.join("date=2/part-1.parquet"))
-    assert check(root).columns.id_column is None and check(root).rows == 2
+    put_table(root, "date=2/part-0.parquet", images(["b", "c"], id_column=None))
+    report = check(root)
+    assert (report.columns.id_column, report.rows, report.ids) == (None, 3, None)  # nothing to read: ids name their path
 
 
 def test_raw_pixels_need_uint8_lists_and_shape_columns_in_every_file(root):

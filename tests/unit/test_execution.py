@@ -72,7 +72,7 @@ def test_the_plan_survives_its_json_form(tmp_path):
     assert back == plan and back.recipe == Recipe(resize=256, crop=224) and back.model.class_names[7] == "class 7"
     assert record["recipe"] == record["model"]["recipe"] == Recipe(resize=256, crop=224).to_dict()  # one recipe: the model's
     assert (record["embeddings"], record["predictions"], record["model"]["names_source"]) == \
-        ("float16", True, f"labels {tmp_path / 'names.txt'}")
+        ("float32", True, f"labels {tmp_path / 'names.txt'}")
 
 
 def test_the_recipe_options_change_only_what_they_name():
@@ -82,10 +82,10 @@ def test_the_recipe_options_change_only_what_they_name():
 
 def test_outputs_follow_the_embeddings_option():
     assert (decided(config(), ALL, CPU, 1).predictions, decided(config(), ALL, CPU, 1).embeddings) == (True, None)
-    both = decided(config(embeddings="with", embedding_dtype="float32"), ALL, CPU, 1)
-    assert (both.predictions, both.embeddings) == (True, "float32")
+    both = decided(config(embeddings="with", embedding_dtype="float16"), ALL, CPU, 1)
+    assert (both.predictions, both.embeddings) == (True, "float16")
     alone = decided(config(embeddings="only"), ALL, CPU, 1)
-    assert (alone.predictions, alone.embeddings) == (False, "float16")
+    assert (alone.predictions, alone.embeddings) == (False, "float32")
 
 
 def test_topk_defaults_to_five_or_the_class_count_and_an_explicit_one_above_it_is_refused(tmp_path):

@@ -52,6 +52,15 @@ def test_output_and_input_apart_by_folder_in_one_store(tmp_path):
     assert JobConfig(input="s3://b/in", output="s3://b/in-preds").output == "s3://b/in-preds"
 
 
+def test_uris_are_spelt_one_way_before_anything_compares_or_records_them():
+    config = JobConfig(input="S3A://b/in/", output="S3://b/out", weights="s3n://b/w.pt", labels="S3://b/names.txt")
+    assert (config.input, config.output, config.weights, config.labels) == ("s3://b/in/", "s3://b/out", "s3://b/w.pt",
+                                                                            "s3://b/names.txt")
+    assert config.to_dict()["output"] == "s3://b/out" and JobConfig(input="x", output="y", weights="imagenet").weights == "imagenet"
+    with pytest.raises(JobError, match=re.escape("--output s3://b/in/preds lies in --input s3://b/in")):
+        JobConfig(input="s3a://b/in", output="S3://b/in/preds")
+
+
 def test_weights_default_to_imagenet_for_real_input_and_random_for_the_sample():
     parser = get_args_parser()
     assert config_from_args(parser.parse_args(["--input", "x", "--output", "y"])).weights == "imagenet"
@@ -107,7 +116,7 @@ def test_skip_id_check_is_off_unless_asked_for():
 def test_model_options_parse_as_a_user_types_them(capsys):
     parser = get_args_parser(prog="job")
     config = config_from_args(parser.parse_args(["--embeddings", "--crop", "384", "--resize", "438", "--std", "0.5,0.5,0.5"]))
-    assert (config.embeddings, config.embedding_dtype, config.arch, config.topk) == ("with", "float16", "resnet50", None)
+    assert (config.embeddings, config.embedding_dtype, config.arch, config.topk) == ("with", "float32", "resnet50", None)
     assert config.recipe_overrides() == {"resize": 438, "crop": 384, "std": (0.5, 0.5, 0.5)}
     assert config_from_args(parser.parse_args(["--embeddings", "only"])).embeddings == "only"
     assert config_from_args(parser.parse_args([])).embeddings == "off"

@@ -42,12 +42,17 @@ def test_plans_files_in_order_with_row_counts_and_limit(tmp_path):
     assert sum(batches, []) == [f"id-{i}" for i in range(7)] + ["id-10", "id-11"]
 
 
-def test_ids_default_to_file_name_and_row_index(tmp_path):
+def test_ids_default_to_the_path_under_input_and_row_index(tmp_path):
     write(tmp_path / "part.parquet", 5, with_id=False)
+    write(tmp_path / "date=1" / "part.parquet", 2, with_id=False)  # one name in two folders: distinct ids all the same
+    write(tmp_path / "date=2" / "part.parquet", 3, with_id=False)
     planned = plan(tmp_path)
     assert planned.id_column is None
-    ids = [i for ids, _ in read_file(planned, planned.files[0], batch_rows=2) for i in ids]
-    assert ids == [f"part.parquet:{i}" for i in range(5)]
+    ids = [[i for ids, _ in read_file(planned, file, batch_rows=2) for i in ids] for file in planned.files]
+    assert ids == [["date=1/part.parquet:0", "date=1/part.parquet:1"], [f"date=2/part.parquet:{i}" for i in range(3)],
+                   [f"part.parquet:{i}" for i in range(5)]]  # directly under --input: "<file name>:<row>", as ever
+    one_file = plan(tmp_path / "date=2" / "part.parquet")  # --input naming the file itself: its name
+    assert [i for ids, _ in read_file(one_file, one_file.files[0], batch_rows=4) for i in ids] == ids[2][:3]
 
 
 def test_missing_image_column_names_the_columns_and_option(tmp_path):
@@ -157,5 +162,5 @@ def test_a_null_id_the_footers_did_not_count_stops_the_read_naming_its_row(tmp_p
         list(read_file(planned, planned.files[0], batch_rows=2))
     assert str(stopped.value) == (f"{tmp_path}/a.parquet row 3: its id (column 'id') is null; every row needs an id, which "
                                   "names its output row: fill the ids in, or pass --id-column naming a column without nulls "
-                                  "(one the files lack gives '<file name>:<row>' ids); then run again with --resume, which "
+                                  "(one the files lack gives '<path relative to --input>:<row>' ids); then run again with --resume, which "
                                   "keeps the parts committed so far")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import pyarrow.fs as pafs
 import pytest
 
-from storage import StorageError, has_credentials, resolve
+from storage import StorageError, has_credentials, normalise, resolve, within
+from storage.conditional import create_exclusive
+from storage.errors import _LOCAL_HINTS, storage_errors
 from storage.resolve import s3_endpoint
 
 
@@ -13,6 +18,27 @@ def test_local_paths_and_file_uris(tmp_path):
     assert resolve(str(tmp_path)).path == str(tmp_path)
     location = resolve(f"file://{tmp_path}/sub/")
     assert isinstance(location.filesystem, pafs.LocalFileSystem) and location.path == f"{tmp_path}/sub"
+
+
+@pytest.mark.parametrize("written", ["S3://Bucket-x/Key/A", "s3a://Bucket-x/Key/A", "S3N://Bucket-x/Key/A"])
+def test_s3_spellings_resolve_to_one_s3_uri_and_keep_bucket_and_key(written):
+    assert normalise(written) == "s3://Bucket-x/Key/A"
+
+
+def test_upper_case_and_s3a_uris_resolve_on_s3(s3_env, s3_bucket):
+    for written in (f"S3://{s3_bucket}/x/", f"s3a://{s3_bucket}/x", f"S3A://{s3_bucket}/x"):
+        location = resolve(written, s3_env)
+        assert (location.uri.rstrip("/"), location.path, location.is_s3) == (f"s3://{s3_bucket}/x", f"{s3_bucket}/x", True), written
+        assert location.uri_of(location.join("_lease.json")) == f"s3://{s3_bucket}/x/_lease.json"
+    assert within(f"S3://{s3_bucket}/x/y", f"s3a://{s3_bucket}/x") and has_credentials("S3A://KEY:secret@bucket/x")
+
+
+def test_schemes_other_than_s3_keep_their_case_rules(tmp_path):
+    assert normalise(f"FILE://{tmp_path}") == f"file://{tmp_path}" and resolve(f"FILE://{tmp_path}").path == str(tmp_path)
+    assert normalise("/data/S3://x") == "/data/S3://x"  # a local path: no scheme to spell
+    for uri, scheme in (("GS://bucket/x", "gs"), ("http://host/x", "http"), ("HTTPS://host/x", "https")):
+        with pytest.raises(StorageError, match=f"unsupported scheme '{scheme}'; use s3://bucket/prefix or a local path"):
+            resolve(uri)
 
 
 @pytest.mark.parametrize(
@@ -81,3 +107,20 @@ def test_max_attempts_come_from_the_sdk_variable(monkeypatch):
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "0")
     with pytest.raises(StorageError, match="AWS_MAX_ATTEMPTS='0': expected a positive integer"):
         resolve("s3://bucket/in/", "http://127.0.0.1:9")
+
+
+def test_local_refusals_name_the_path_and_the_fix(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    location = resolve(str(tmp_path / "file" / "out"))
+    with pytest.raises(StorageError, match=re.escape(f"{location.path}/_lease.json: a file stands where a folder should be: "
+                                                     "move the file, or choose another path ([Errno 20] Not a directory")):
+        create_exclusive(location, location.join("_lease.json"), b"{}")
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's /sys")
+def test_a_folder_even_root_may_not_write_is_one_line_naming_the_fix():
+    """sysfs takes no new files from root either (EACCES; EROFS where /sys is mounted read-only)."""
+    with pytest.raises(StorageError) as refused, storage_errors("/sys/kernel/_lease.json"):
+        open("/sys/kernel/_lease.json", "xb")
+    cause = refused.value.__cause__
+    assert str(refused.value) == f"/sys/kernel/_lease.json: {_LOCAL_HINTS[cause.errno]} ({cause})"
