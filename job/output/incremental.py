@@ -38,7 +38,7 @@ def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index
     ``kept``: the kept parts by their input file (path relative to --input); ``index``: the table's.
     """
     if plan.id_column is None or not new or not kept:
-        return  # positional ids are "<file name>:<row>": the listing already holds names apart
+        return  # positional ids are "<path relative to --input>:<row>": unique by construction
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
     old = read_index(output, index, kept)
     held_before = np.concatenate(list(old.values())) if old else np.empty(0, np.uint64)
