@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from inference.files import read_bytes
 from storage import redact
 

@@ -4,10 +4,12 @@ One ``Predictor`` per worker (Ray actor, Spark Python worker, SageMaker model se
 model is loaded once and reused for every batch. The host sends uint8 (4x fewer bytes than
 float32); conversion and the recipe's normalisation run on the device.
 
-What comes back: ``predictions=True`` (the default) fills label, score, topk_labels and
-topk_scores; ``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the
-final Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied
-back. Either or both, from one forward pass.
+The precision and top-k come decided (``job.execution.decide``, once per run): the predictor
+refuses a precision its device cannot run, and chooses none. What comes back:
+``predictions=True`` (the default) fills label, score, topk_labels and topk_scores;
+``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the final
+Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied back.
+Either or both, from one forward pass.
 
 Two ways in: ``predictor(pixels)`` takes (N, H, W, 3) uint8 from the host or the device;
 ``predictor.predict_images(images)`` takes (N, 3, H, W) float pixels in [0, 255] already on the
@@ -30,15 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-from inference.architecture import FeaturesAndLogits
 from inference.archs import arch_named
 from inference.compile import DEFAULT_COMPILE_MODE, compile_model
-from inference.device import AUTOCAST_DTYPES, Precision, default_precision
+from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision
+from inference.features import FeaturesAndLogits
 from inference.model import LoadedModel
-from inference.names import EMBEDDING_DTYPES, EmbeddingDtype
 
-DEFAULT_TOPK = 5
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}  # fp32: no autocast
 _TORCH_DTYPES = {"float16": torch.float16, "float32": torch.float32}
 
 
@@ -58,8 +58,8 @@ class Predictor:
         self,
         model: LoadedModel,
         device: torch.device,
-        precision: Precision | None = None,
-        topk: int = DEFAULT_TOPK,
+        precision: Precision,
+        topk: int,
         *,
         predictions: bool = True,
         embeddings: EmbeddingDtype | None = None,
@@ -68,7 +68,7 @@ class Predictor:
         compile_mode: str = DEFAULT_COMPILE_MODE,
     ) -> None:
         self.device = device
-        self.precision: Precision = precision or default_precision(device)
+        self.precision = precision
         self.topk = topk if predictions else 0
         self.embeddings = embeddings
         self.embedding_dim = model.spec.embedding_dim
@@ -188,6 +188,9 @@ class Predictor:
                            np.zeros((0, k), np.float32), embeddings)
 
     def _check_precision(self) -> None:
+        """Refuse what this device cannot run; which precision to run is the driver's decision, not made here."""
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if self.precision == "fp16" and self.device.type == "cpu":
             raise ValueError("--precision fp16 needs a GPU; use fp32 or bf16 on CPU")
         if self.precision == "bf16" and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():

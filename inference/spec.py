@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from inference.archs import DEFAULT_ARCH, Arch, arch_named
+from inference.errors import WeightsError
 from inference.labels import check_names, imagenet_names, labels_from_file, names_sha256
-from inference.names import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, WeightsError
+from inference.weights import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, weights_for
 from preprocess.recipe import Recipe
 from storage import redact
 
@@ -93,8 +94,7 @@ def describe_model(
 
 def _read(weights: str, arch: Arch, s3_endpoint_url: str | None) -> tuple[int, object, object, str | None]:
     """(classes, saved names, saved recipe, sha256) of weights that are not ``random``: torch from here."""
-    from inference.architecture import check_fits
-    from inference.model import weights_for
+    from inference.build import check_fits
 
     checkpoint = weights_for(weights, arch.name, s3_endpoint_url)
     if weights == IMAGENET_WEIGHTS:

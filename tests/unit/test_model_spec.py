@@ -64,13 +64,13 @@ def test_names_that_do_not_fit_the_head_are_refused(tmp_path):
 
 
 def test_imagenet_weights_get_torchvisions_names(monkeypatch):
-    from inference import model
+    from inference import weights
 
     # Stands in for the download only (no network here); the names path is the real one.
-    monkeypatch.setattr(model, "_imagenet", lambda arch: model.weights_for("random", arch.name, None).state)
-    model.clear_weights_cache()
+    monkeypatch.setattr(weights, "_imagenet", lambda arch: weights.weights_for("random", arch.name, None).state)
+    weights.clear_weights_cache()
     spec = describe_model("imagenet")
-    model.clear_weights_cache()
+    weights.clear_weights_cache()
     assert spec.class_names[:2] == ("tench", "goldfish") and spec.names_source == "torchvision ImageNet categories"
 
 

@@ -1,12 +1,10 @@
-"""Build an architecture with a state dict's weights, and split it into body and head.
+"""Build an ``--arch`` network, empty or holding a state dict's weights; weights that do not fit are refused.
 
-``check_fits(state, arch, source)`` returns the head size a state dict carries, or raises one
-``WeightsError`` line naming the missing, unexpected and misshapen keys (torch's own message is
-a multi-line block that callers used to cut to "Error(s) in loading state_dict for ResNet50:").
-``module_with(state, arch, source)`` builds ``arch`` with that head and loads the weights.
-``FeaturesAndLogits(module, arch)`` runs the network as (embedding, logits) in one pass: the
-final Linear's input is the embedding (the pooled feature). It shares every parameter with
-``module`` and leaves ``module`` itself as it was.
+``check_fits(state, arch, source)`` returns the head size a state dict carries, or
+raises one ``WeightsError`` line naming the missing, unexpected and misshapen keys (torch's own
+message is a multi-line block whose first line, "Error(s) in loading state_dict for ResNet50:",
+says nothing). ``module_with(state, arch, source)`` builds ``arch`` with that head and loads the
+weights.
 
 ResNet50 comes from ``inference.resnet`` (torch only); every other architecture from
 ``torchvision.models.get_model``, imported here only when one is asked for.
@@ -14,13 +12,11 @@ ResNet50 comes from ``inference.resnet`` (torch only); every other architecture 
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
 from inference.archs import DEFAULT_ARCH, Arch
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from inference.resnet import NUM_CLASSES, ResNet50
 
 StateDict = dict[str, torch.Tensor]
@@ -76,48 +72,6 @@ def _refuse_mismatch(state: StateDict, expected: StateDict, arch: Arch, source: 
                            f"pass the architecture it was trained as (--arch), or a {arch.name} checkpoint")
 
 
+
 def _some(keys: list[str]) -> str:
     return ", ".join(keys[:SHOWN_KEYS]) + (f", and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else "")
-
-
-class FeaturesAndLogits(nn.Module):
-    """``module`` as (features (N, D), logits (N, C) or None): the body up to the head, then the head.
-
-    ``predictions=False``: embeddings only, the head is skipped. One module, so ``torch.compile``
-    sees one graph either way; ``head(body(x))`` is exactly ``module(x)``.
-    """
-
-    def __init__(self, module: nn.Module, arch: Arch, predictions: bool = True) -> None:
-        super().__init__()
-        body, head = split_head(module, arch)
-        self.body = body
-        self.head = head if predictions else None
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # (N, 3, H, W) -> (N, D), (N, C)
-        features = self.body(x)
-        return features, None if self.head is None else self.head(features)
-
-
-def split_head(module: nn.Module, arch: Arch) -> tuple[nn.Module, nn.Linear]:
-    """(body, head): ``body(x)`` is the embedding, ``head(body(x)) == module(x)``; parameters shared.
-
-    The modules on the path to the head are shallow copies with their own child table, so
-    ``module`` itself keeps its head (its state dict and forward are unchanged).
-    """
-    *parents, leaf = arch.head.split(".")
-    body = node = _own_children(module)
-    for name in parents:
-        child = _own_children(node._modules[name])
-        node._modules[name] = child
-        node = child
-    head = node._modules[leaf]
-    if not isinstance(head, nn.Linear):
-        raise TypeError(f"{arch.name}: {arch.head} is a {type(head).__name__}, not the final nn.Linear")
-    node._modules[leaf] = nn.Identity()
-    return body, head
-
-
-def _own_children(module: nn.Module) -> nn.Module:
-    twin = copy.copy(module)  # shares parameters and buffers; gets its own table of children below
-    twin._modules = module._modules.copy()
-    return twin
