@@ -1,10 +1,11 @@
 """Build an ``--arch`` network, empty or holding a state dict's weights; weights that do not fit are refused.
 
-``check_fits(state, arch, source)`` returns the head size a state dict carries, or
+``check_fits(state, arch, source)`` returns the number of logits a state dict's head gives, or
 raises one ``WeightsError`` line naming the missing, unexpected and misshapen keys (torch's own
 message is a multi-line block whose first line, "Error(s) in loading state_dict for ResNet50:",
 says nothing). ``module_with(state, arch, source)`` builds ``arch`` with that head and loads the
-weights.
+weights. The head must be a plain Linear, (logits, embedding size); how its logits become class
+scores (softmax, or sigmoid for one logit) is ``inference.scores``' business.
 
 ResNet50 comes from ``inference.resnet`` (torch only); every other architecture from
 ``torchvision.models.get_model``, imported here only when one is asked for.
@@ -33,25 +34,36 @@ def build(arch: Arch, num_classes: int = NUM_CLASSES) -> nn.Module:
     return get_model(arch.name, weights=None, num_classes=num_classes)
 
 
-def head_size(state: StateDict, arch: Arch) -> int | None:
-    """The class count of the head in ``state``, or None when it has no such head."""
+def head_logits(state: StateDict, arch: Arch, source: str) -> int | None:
+    """The logits ``state``'s head gives (its weight's rows); None when it has no head weight.
+
+    A head weight that is not a Linear's 2-D (logits, features) with at least one row is refused:
+    the weights end in something this architecture's classifier is not.
+    """
     weight = state.get(f"{arch.head}.weight")
-    return weight.shape[0] if isinstance(weight, torch.Tensor) and weight.ndim == 2 else None
+    if not isinstance(weight, torch.Tensor):
+        return None  # check_fits names it among the missing keys
+    if weight.ndim != 2 or weight.shape[0] < 1:
+        raise WeightsError(f"{source}: its head {arch.head}.weight has shape {tuple(weight.shape)}, not a Linear's "
+                           f"(classes, {arch.embedding_dim}); pass the --arch it was trained as, and --labels with "
+                           "one name per class (a one-logit head is a binary classifier: two names)")
+    return weight.shape[0]
 
 
 def check_fits(state: StateDict, arch: Arch, source: str) -> int:
-    """The class count of ``state``'s head, or WeightsError naming the keys and shapes ``arch`` lacks."""
+    """The logits ``state``'s head gives, or WeightsError naming the keys and shapes ``arch`` lacks."""
+    logits = head_logits(state, arch, source)
     with torch.device("meta"):  # shapes only: no memory, no init work
-        expected = build(arch, head_size(state, arch) or NUM_CLASSES).state_dict()
+        expected = build(arch, logits or NUM_CLASSES).state_dict()
     _refuse_mismatch(state, expected, arch, source)
-    return head_size(state, arch)
+    return logits
 
 
 def module_with(state: StateDict, arch: Arch, source: str) -> nn.Module:
     """``arch`` holding copies of ``state``'s tensors, in eval mode; WeightsError naming what does not fit."""
-    num_classes = check_fits(state, arch, source)
+    logits = check_fits(state, arch, source)
     with torch.device("meta"):  # no init work: every tensor comes from ``state``
-        module = build(arch, num_classes)
+        module = build(arch, logits)
     # Copies, so no caller's module (moved, cast, compiled) can touch the cached tensors.
     owned = {name: tensor.clone() for name, tensor in state.items()}
     for name in module.state_dict().keys() - owned.keys():  # check_fits allows only untracked counters here

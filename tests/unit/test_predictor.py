@@ -178,3 +178,41 @@ def test_predictions_alone_return_no_embeddings_and_keep_the_module_whole(ten_cl
 def test_bad_output_options_are_refused(ten_classes, options, refusal):
     with pytest.raises(ValueError, match=refusal):
         Predictor(ten_classes[0], CPU, **{"precision": "fp32", "topk": DEFAULT_TOPK, **options})
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    """A one-logit (sigmoid/BCE) DDP checkpoint and the plain torchvision module with the same weights."""
+    from tests.common.checkpoints import fine_tuned_checkpoint
+
+    path = tmp_path_factory.mktemp("ckpt") / "binary.pt"
+    reference = fine_tuned_checkpoint(path, 1, "ddp", class_names=["negative", "positive"])
+    return load_model(str(path)), reference
+
+
+def test_a_one_logit_head_gives_label_1_at_sigmoid_half_and_up_with_its_probability(binary):
+    model, reference = binary
+    pixels = preprocess_batch([encoded(photo(320, 240, seed=s)) for s in range(12)], IMAGENET_RECIPE).pixels
+    out = Predictor(model, CPU, "fp32", 2)(pixels)
+    mean, std = torch.tensor(IMAGENET_RECIPE.mean).view(1, 3, 1, 1), torch.tensor(IMAGENET_RECIPE.std).view(1, 3, 1, 1)
+    with torch.inference_mode():
+        p = reference((torch.from_numpy(pixels).permute(0, 3, 1, 2) / 255 - mean) / std)[:, 0].sigmoid().numpy()  # (N,)
+    positive = p >= 0.5
+    assert set(positive) == {True, False}, p  # the fitted head tells these images apart: both branches are tested
+    assert np.array_equal(out.label, positive.astype(np.int64))
+    # atol: channels_last convolutions and the fused normalisation move logits by ~1e-4 from torchvision's NCHW run.
+    np.testing.assert_allclose(out.score, np.where(positive, p, 1 - p), atol=1e-4)
+    assert np.array_equal(out.topk_labels, np.stack([positive, ~positive], axis=1).astype(np.int64))
+    np.testing.assert_allclose(out.topk_scores, np.stack([np.where(positive, p, 1 - p), np.where(positive, 1 - p, p)], axis=1),
+                               atol=1e-4)
+    with pytest.raises(ValueError, match="top-k 3 does not fit a model with 2 classes: choose 1 to 2"):
+        Predictor(model, CPU, "fp32", 3)
+
+
+def test_a_one_logit_head_at_exactly_one_half_is_label_1(tmp_path):
+    from tests.common.checkpoints import write_checkpoint
+
+    state = {**load_model("random").module.state_dict(), "fc.weight": torch.zeros(1, 2048), "fc.bias": torch.zeros(1)}
+    model = load_model(str(write_checkpoint(tmp_path / "half.pt", state)))
+    out = Predictor(model, CPU, "fp32", 2)(np.zeros((2, 224, 224, 3), np.uint8))
+    assert out.topk_labels.tolist() == [[1, 0], [1, 0]] and out.topk_scores.tolist() == [[0.5, 0.5], [0.5, 0.5]]
