@@ -17,11 +17,11 @@ import torch
 from torch import nn
 
 from inference.archs import DEFAULT_ARCH, Arch
+from inference.checkpoint import SAVE_WEIGHTS, some_keys
 from inference.errors import WeightsError
 from inference.resnet import NUM_CLASSES, ResNet50
 
 StateDict = dict[str, torch.Tensor]
-SHOWN_KEYS = 3  # keys named per kind of mismatch; the rest are counted
 UNTRACKED = "num_batches_tracked"  # BatchNorm's step counter: unused in eval, absent from some exports
 
 
@@ -77,13 +77,13 @@ def _refuse_mismatch(state: StateDict, expected: StateDict, arch: Arch, source: 
     unexpected = [key for key in state if key not in expected]
     misshapen = [f"{key} {tuple(state[key].shape)} where {arch.name} has {tuple(expected[key].shape)}"
                  for key in expected if key in state and state[key].shape != expected[key].shape]
-    problems = [f"{len(keys)} {kind} ({_some(keys)})" for kind, keys in
+    if not (missing or misshapen) and unexpected:
+        # Every weight the network needs is there: the file holds more than the network, not another network.
+        raise WeightsError(f"{source}: a {arch.name} state dict with {len(unexpected)} keys that are not the "
+                           f"network's ({some_keys(unexpected)}); save the network's weights alone, {SAVE_WEIGHTS}")
+    problems = [f"{len(keys)} {kind} ({some_keys(keys)})" for kind, keys in
                 (("missing keys", missing), ("unexpected keys", unexpected), ("shapes differ", misshapen)) if keys]
     if problems:
         raise WeightsError(f"{source}: not a {arch.name} state dict: {'; '.join(problems)}; "
                            f"pass the architecture it was trained as (--arch), or a {arch.name} checkpoint")
 
-
-
-def _some(keys: list[str]) -> str:
-    return ", ".join(keys[:SHOWN_KEYS]) + (f", and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else "")
