@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from benchmarks.common import add_results_option, append_result
-from inference import Predictor, choose_device, default_precision, load_model
+from inference import Predictor, choose_device, load_model
+from job.execution import DEFAULT_TOPK, default_precision, this_machine
 from preprocess.device_decode import DECODERS, JpegDecoder, nvimgcodec_available
 from preprocess.device_resize import resize_center_crop_batch
 from preprocess.device_stage import DeviceStage
@@ -60,7 +61,8 @@ def bench_model(device: torch.device, batch: int, seconds: float, precision: str
     modes = [None] + (["default", "reduce-overhead"] if compile else [])
     for mode in modes:
         started = time.perf_counter()
-        predictor = Predictor(model, device, precision, compile=mode is not None, batch_size=batch, compile_mode=mode or "default")
+        predictor = Predictor(model, device, precision, DEFAULT_TOPK, compile=mode is not None, batch_size=batch,
+                              compile_mode=mode or "default")
         setup = time.perf_counter() - started
         calls, elapsed = timed(lambda: predictor.predict_images(images), device, seconds)
         rows.append(_row("model", batch * calls, elapsed, compile=mode or "eager", precision=precision, setup_seconds=round(setup, 2)))
@@ -80,7 +82,7 @@ def bench_decode_and_resize(device: torch.device, jpegs: list[bytes], seconds: f
 
 
 def bench_stage(device: torch.device, jpegs: list[bytes], seconds: float, precision: str, compile: bool, threads: int) -> dict:
-    predictor = Predictor(load_model("random"), device, precision, compile=compile, batch_size=len(jpegs))
+    predictor = Predictor(load_model("random"), device, precision, DEFAULT_TOPK, compile=compile, batch_size=len(jpegs))
     stage = DeviceStage(device)
     routed = preprocess_routed(jpegs, DecodeRouter("gpu"))  # the CPU workers' part, not timed here
 
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--no-compile", action="store_true", help="skip the compiled runs (a compile takes 10-60 s)")
     args = parser.parse_args(argv)
     device = choose_device()
-    precision = default_precision(device) if device.type == "cuda" else "fp32"
+    precision = default_precision(this_machine())  # what a job on this machine runs
     jpegs = make_jpegs(args.batch)
     compiles = [False] if args.no_compile or device.type != "cuda" else [False, True]
     rows = bench_model(device, args.batch, args.seconds, precision, compile=True in compiles)

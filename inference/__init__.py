@@ -12,10 +12,11 @@ for torch, and ``describe_model("random")`` does not either.
 
 from __future__ import annotations
 
-from inference.names import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision, WeightsError
+from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision
+from inference.errors import WeightsError
 
 __all__ = ["ARCHS", "EMBEDDING_DTYPES", "PRECISIONS", "EmbeddingDtype", "LoadedModel", "ModelSpec", "Precision",
-           "Predictions", "Predictor", "WeightsError", "choose_device", "default_precision", "describe_model", "load_model"]
+           "Predictions", "Predictor", "WeightsError", "choose_device", "describe_model", "load_model"]
 
 
 def __getattr__(name: str) -> object:
@@ -29,7 +30,7 @@ def __getattr__(name: str) -> object:
         from inference import model as module
     elif name in ("Predictions", "Predictor"):
         from inference import predictor as module
-    elif name in ("choose_device", "default_precision"):
+    elif name == "choose_device":
         from inference import device as module
     else:
         raise AttributeError(f"module 'inference' has no attribute {name!r}")

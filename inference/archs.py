@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from preprocess.recipe import IMAGENET_RECIPE, Recipe
 
 DEFAULT_ARCH = "resnet50"

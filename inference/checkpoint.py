@@ -2,8 +2,12 @@
 
 Accepted layouts (what people save): a plain state dict; ``{"state_dict": ...}`` (Lightning, many
 scripts); ``{"model": ...}`` (torchvision's reference scripts). Keys may carry ``module.`` (DDP,
-DataParallel), ``model.`` (a Lightning module's attribute) or ``_orig_mod.`` (torch.compile)
-prefixes; they are stripped. Beside the state dict, optional metadata:
+DataParallel), ``model.`` (a Lightning module's attribute), ``_orig_mod.`` (torch.compile) or
+``model_ema.`` (a moving average saved alone) prefixes; they are stripped while every key shares
+one. A file holding more than one network's weights is refused, naming what it holds: a moving
+average beside the weights (``model_ema.`` keys, or a ``model_ema``/``state_dict_ema`` entry
+beside ``model``/``state_dict``: nothing picks one for the user), or keys outside the prefix the
+rest share (a Lightning module's loss weights). Beside the state dict, optional metadata:
 - ``class_names`` or ``classes``: a list of names in the head's order, or ``class_to_idx``
   (torchvision's ImageFolder mapping);
 - ``recipe``: any subset of ``{"resize", "crop", "mean", "std"}`` (``preprocess.recipe``).
@@ -24,17 +28,22 @@ from dataclasses import dataclass
 
 import torch
 
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from inference.files import read_bytes
 from storage import redact
 
 StateDict = dict[str, torch.Tensor]
 WRAPPER_KEYS = ("state_dict", "model")  # where a state dict sits inside a checkpoint dict, first match wins
-PREFIXES = ("module.", "model.", "_orig_mod.")  # DDP / Lightning / torch.compile; stripped while all keys share one
+# DDP / Lightning / torch.compile / an average saved alone (Lightning, timm's ModelEmaV2); stripped while all keys share one.
+PREFIXES = ("module.", "model.", "_orig_mod.", "model_ema.")
+EMA_PREFIX = "model_ema."  # a moving average of the weights, kept in the same state dict as the weights
+EMA_KEYS = ("model_ema", "state_dict_ema")  # the same beside the state dict: torchvision's reference scripts, timm
 NAME_KEYS = ("class_names", "classes")
 METADATA_KEYS = (*NAME_KEYS, "class_to_idx", "recipe")
 TORCH_MAGIC = (b"PK\x03\x04", b"\x80")  # torch.save's zip format, and its legacy pickle format
-FIX = "save the weights with torch.save(model.state_dict(), path)"
+SAVE_WEIGHTS = "torch.save(model.state_dict(), path)"  # the network's weights alone: what every fix asks for
+FIX = f"save the weights with {SAVE_WEIGHTS}"
+SHOWN_KEYS = 3  # keys named in a refusal; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,7 @@ def read_checkpoint(uri: str, s3_endpoint_url: str | None = None) -> Checkpoint:
     shown = redact(uri)
     saved = _torch_load(data, shown)
     state, metadata = _unwrap(saved, shown)
-    state = _strip_prefixes(state)
+    state = _strip_prefixes(state, shown)
     # fp32 like a freshly built module, whatever precision the file was saved in.
     state = {name: t.float() if t.is_floating_point() else t for name, t in state.items()}
     names = _class_names(metadata, shown)
@@ -94,6 +103,7 @@ def _unwrap(saved: object, shown: str) -> tuple[StateDict, dict]:
     if isinstance(saved, dict):
         for key in WRAPPER_KEYS:
             if isinstance(saved.get(key), dict) and _tensors_in(saved[key]):
+                _refuse_an_average_beside(saved, key, shown)
                 return _only_tensors(saved[key], (), shown), saved
         if _tensors_in(saved):
             return _only_tensors(saved, METADATA_KEYS, shown), saved
@@ -113,10 +123,46 @@ def _only_tensors(state: dict, beside: tuple[str, ...], shown: str) -> StateDict
     return {key: value for key, value in state.items() if key not in beside}
 
 
-def _strip_prefixes(state: StateDict) -> StateDict:
+def _refuse_an_average_beside(saved: dict, key: str, shown: str) -> None:
+    """A moving average's entry beside the weights' ``key``: two networks, and which one is meant is the user's call."""
+    average = next((ema for ema in EMA_KEYS if isinstance(saved.get(ema), dict) and _tensors_in(saved[ema])), None)
+    if average is not None:
+        raise WeightsError(f"{shown}: two copies of the weights, {key!r} and its moving average {average!r}; neither is "
+                           f"chosen for you: save the one you mean alone, torch.save(checkpoint[{key!r}], path) or "
+                           f"torch.save(checkpoint[{average!r}], path), and pass that file")
+
+
+def _strip_prefixes(state: StateDict, shown: str) -> StateDict:
     while state and (prefix := next((p for p in PREFIXES if all(k.startswith(p) for k in state)), None)):
         state = {key[len(prefix):]: value for key, value in state.items()}
+    _refuse_mixed_prefixes(state, shown)
     return state
+
+
+def _refuse_mixed_prefixes(state: StateDict, shown: str) -> None:
+    """Keys of a wrapper's prefix beside keys without it: the file holds more than one network's weights.
+
+    Stripping one prefix would drop or rename the others' keys, and the architecture check would
+    then blame the architecture (--arch), which is not what is wrong.
+    """
+    average = [key for key in state if key.startswith(EMA_PREFIX)]
+    if average and len(average) < len(state):
+        others = [key for key in state if not key.startswith(EMA_PREFIX)]
+        raise WeightsError(
+            f"{shown}: two copies of the weights: {len(average)} keys under {EMA_PREFIX!r} (a moving average) beside "
+            f"{len(others)} others ({some_keys(others)}); neither is chosen for you: save the one you mean alone, e.g. "
+            f"the average as torch.save({{k: v for k, v in state_dict.items() if k.startswith({EMA_PREFIX!r})}}, path)")
+    for prefix in PREFIXES:
+        inside = [key for key in state if key.startswith(prefix)]
+        if len(state) < 2 * len(inside) < 2 * len(state):  # most keys, not all: the network, and something beside it
+            outside = [key for key in state if not key.startswith(prefix)]
+            raise WeightsError(f"{shown}: {len(inside)} keys start with {prefix!r} (the network) and {len(outside)} do not "
+                               f"({some_keys(outside)}); save the network's weights alone, {SAVE_WEIGHTS}")
+
+
+def some_keys(keys: list[str]) -> str:
+    """The first SHOWN_KEYS of ``keys``, and how many more: "a, b, c, and 4 more"."""
+    return ", ".join(keys[:SHOWN_KEYS]) + (f", and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else "")
 
 
 def _class_names(metadata: dict, shown: str) -> object | None:

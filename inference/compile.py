@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # on: always; off: never (eager); auto: by the job's size (compile_by_size).
 COMPILE_CHOICES = ("on", "off", "auto")
 
-# Measured on one H100 80GB, ResNet50 bf16 channels_last, batch 256 (issue 13, 2026-11).
+# The break-even below rests on these: one H100 80GB, ResNet50 bf16 channels_last, batch 256 (2026-11).
 EAGER_IMAGES_PER_SEC = 12_800
 COMPILED_IMAGES_PER_SEC = 21_300  # mode "default" and "reduce-overhead" alike
 COMPILE_SECONDS = 12.0  # first compiled calls took 9-16 s with a cold cache

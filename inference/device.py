@@ -1,11 +1,12 @@
-"""Pick the device and the precision a predictor runs at."""
+"""Pick the device a predictor runs on, and name it for the run's plan.
+
+Which precision it runs at is the driver's decision (``job.execution.decide``), made once from
+the device's name; nothing here chooses one.
+"""
 
 from __future__ import annotations
 
 import torch
-
-from inference.names import PRECISIONS, Precision  # noqa: F401 - re-exported: the precisions live with the device choice
-AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def choose_device(gpu_ids: list[int] | None = None) -> torch.device:
@@ -17,13 +18,6 @@ def choose_device(gpu_ids: list[int] | None = None) -> torch.device:
         index = gpu_ids[0] if gpu_ids[0] < torch.cuda.device_count() else 0
         return torch.device("cuda", index)
     return torch.device("cuda", 0)
-
-
-def default_precision(device: torch.device) -> Precision:
-    """bf16 on GPUs that have it (Ampere+), fp16 on older GPUs, fp32 on CPU."""
-    if device.type != "cuda":
-        return "fp32"
-    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
 def device_name(device: torch.device) -> str | None:

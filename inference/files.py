@@ -6,7 +6,7 @@ it was for and the fix; nothing is retried beyond what the S3 client does.
 
 from __future__ import annotations
 
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from storage import StorageError, redact, resolve, storage_errors
 
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from inference.names import WeightsError
+from inference.errors import WeightsError
 from inference.files import read_bytes
 from storage import redact
 

@@ -4,10 +4,13 @@ One ``Predictor`` per worker (Ray actor, Spark Python worker, SageMaker model se
 model is loaded once and reused for every batch. The host sends uint8 (4x fewer bytes than
 float32); conversion and the recipe's normalisation run on the device.
 
-What comes back: ``predictions=True`` (the default) fills label, score, topk_labels and
-topk_scores; ``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the
-final Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied
-back. Either or both, from one forward pass.
+The precision and top-k come decided (``job.execution.decide``, once per run): the predictor
+refuses a precision its device cannot run, and chooses none. What comes back:
+``predictions=True`` (the default) fills label, score, topk_labels and topk_scores, scored as the
+model's description says (``inference.scores``: softmax, or sigmoid for a one-logit head);
+``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the final
+Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied back.
+Either or both, from one forward pass.
 
 Two ways in: ``predictor(pixels)`` takes (N, H, W, 3) uint8 from the host or the device;
 ``predictor.predict_images(images)`` takes (N, 3, H, W) float pixels in [0, 255] already on the
@@ -30,22 +33,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-from inference.architecture import FeaturesAndLogits
 from inference.archs import arch_named
 from inference.compile import DEFAULT_COMPILE_MODE, compile_model
-from inference.device import AUTOCAST_DTYPES, Precision, default_precision
+from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision
+from inference.features import FeaturesAndLogits
 from inference.model import LoadedModel
-from inference.names import EMBEDDING_DTYPES, EmbeddingDtype
+from inference.scores import top_classes
 
-DEFAULT_TOPK = 5
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}  # fp32: no autocast
 _TORCH_DTYPES = {"float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass
 class Predictions:
     label: np.ndarray | None  # (N,) int64: top-1 class index; None: predictions not asked for
-    score: np.ndarray | None  # (N,) float32: its softmax probability
+    score: np.ndarray | None  # (N,) float32: its probability (softmax; a one-logit head's sigmoid p or 1 - p)
     topk_labels: np.ndarray | None  # (N, k) int64
     topk_scores: np.ndarray | None  # (N, k) float32
     embeddings: np.ndarray | None = None  # (N, D) float16 or float32: the pooled feature; None: not asked for
@@ -58,8 +60,8 @@ class Predictor:
         self,
         model: LoadedModel,
         device: torch.device,
-        precision: Precision | None = None,
-        topk: int = DEFAULT_TOPK,
+        precision: Precision,
+        topk: int,
         *,
         predictions: bool = True,
         embeddings: EmbeddingDtype | None = None,
@@ -68,8 +70,9 @@ class Predictor:
         compile_mode: str = DEFAULT_COMPILE_MODE,
     ) -> None:
         self.device = device
-        self.precision: Precision = precision or default_precision(device)
+        self.precision = precision
         self.topk = topk if predictions else 0
+        self.activation = model.spec.activation
         self.embeddings = embeddings
         self.embedding_dim = model.spec.embedding_dim
         self._check_precision()
@@ -133,16 +136,15 @@ class Predictor:
 
     def _predict(self, batch: torch.Tensor, rows: int) -> Predictions:
         """``batch``: (N, 3, H, W) normalised float, channels_last, on the device."""
-        features, probabilities = self._forward(self._pad(batch))
+        features, logits = self._forward(self._pad(batch))
         wanted = []  # device tensors to copy back, in one wait
-        if probabilities is not None:
-            scores, labels = probabilities[:rows].topk(self.topk, dim=1)  # (N, k) each
-            wanted += [scores, labels]
+        if logits is not None:
+            wanted += top_classes(logits[:rows], self.topk, self.activation)  # scores, labels: (N, k) each
         if self.embeddings is not None:
             wanted.append(features[:rows].to(_TORCH_DTYPES[self.embeddings]))  # (N, D)
         host = self._to_host(wanted)
         embeddings = host.pop() if self.embeddings is not None else None
-        if probabilities is None:
+        if logits is None:
             return Predictions(None, None, None, None, embeddings)
         scores, labels = host[0], host[1].astype(np.int64)
         return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores, embeddings)
@@ -163,11 +165,10 @@ class Predictor:
         return batch  # (N, H, W, 3) uint8
 
     def _forward(self, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(features (N, D), class probabilities (N, classes) or None when predictions are off)."""
+        """(features (N, D), the head's logits (N, logits) or None when predictions are off)."""
         dtype = AUTOCAST_DTYPES.get(self.precision)
         with torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
-            features, logits = self._model(batch)
-        return features, None if logits is None else logits.float().softmax(dim=1)
+            return self._model(batch)
 
     def _to_host(self, tensors: list[torch.Tensor]) -> list[np.ndarray]:
         """Copy ``tensors`` back; on CUDA through pinned memory, waiting once for this thread's stream."""
@@ -188,6 +189,9 @@ class Predictor:
                            np.zeros((0, k), np.float32), embeddings)
 
     def _check_precision(self) -> None:
+        """Refuse what this device cannot run; which precision to run is the driver's decision, not made here."""
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if self.precision == "fp16" and self.device.type == "cpu":
             raise ValueError("--precision fp16 needs a GPU; use fp32 or bf16 on CPU")
         if self.precision == "bf16" and self.device.type == "cuda" and not torch.cuda.is_bf16_supported():

@@ -7,7 +7,8 @@ ship it to every worker, which calls ``inference.load_model(spec)``; record ``sp
 the manifest and part footers (``--resume`` compares them).
 
 Resolution rules:
-- classes: the checkpoint's head size (``imagenet`` and ``random``: 1,000);
+- classes: the checkpoint's head size (``imagenet`` and ``random``: 1,000); a one-logit head is a
+  binary classifier, two classes scored by sigmoid (``inference.scores``);
 - names: ``labels`` (a file) > the checkpoint's ``class_names``/``classes`` > torchvision's
   ImageNet names for ``imagenet`` > none (``random``, or a checkpoint without names);
 - recipe: ``recipe_overrides`` > the checkpoint's ``recipe`` > the architecture's torchvision
@@ -23,8 +24,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from inference.archs import DEFAULT_ARCH, Arch, arch_named
+from inference.errors import WeightsError
 from inference.labels import check_names, imagenet_names, labels_from_file, names_sha256
-from inference.names import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, WeightsError
+from inference.scores import ACTIVATIONS, BINARY_CLASSES, Activation, head_classes
+from inference.weights import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, weights_for
 from preprocess.recipe import Recipe
 from storage import redact
 
@@ -36,13 +39,21 @@ IMAGENET_NAMES_SOURCE = "torchvision ImageNet categories"
 class ModelSpec:
     weights: str  # --weights as given: imagenet, random, or the path / s3:// URI workers read again
     arch: str  # a name in inference.archs.ARCHS
-    num_classes: int  # the head's size: one score per class
+    num_classes: int  # one score per class: the head's size, 2 for a one-logit (binary) head
     recipe: Recipe  # the pixels the model expects: resize, crop, mean, std
     embedding_dim: int  # length of the pooled feature (the head's input): ResNet50 2048
+    activation: Activation = "softmax"  # logits -> scores: softmax; sigmoid for a one-logit head (inference.scores)
     class_names: tuple[str, ...] | None = None  # by class index; None: no names known (label_name null)
     names_source: str | None = None  # "labels <uri>", "checkpoint <uri>" or IMAGENET_NAMES_SOURCE
     names_sha256: str | None = None  # inference.labels.names_sha256: the names' identity, for --resume
     weights_sha256: str | None = None  # a user checkpoint's bytes: workers refuse a file changed under them
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise WeightsError(f"activation {self.activation!r}: choose one of {', '.join(ACTIVATIONS)}")
+        if self.activation == "sigmoid" and self.num_classes != BINARY_CLASSES:
+            raise WeightsError(f"a sigmoid head scores {BINARY_CLASSES} classes, not {self.num_classes}; "
+                               "describe the model with describe_model")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (lists, not tuples), for the manifest, part footers and a SageMaker archive.
@@ -79,12 +90,13 @@ def describe_model(
     Reads the checkpoint (cached for this process's own ``load_model``); WeightsError when unusable.
     """
     chosen = arch_named(arch)
-    num_classes, saved_names, saved_recipe, sha256 = IMAGENET_CLASSES, None, None, None
+    logits, saved_names, saved_recipe, sha256 = IMAGENET_CLASSES, None, None, None
     if weights != RANDOM_WEIGHTS:
-        num_classes, saved_names, saved_recipe, sha256 = _read(weights, chosen, s3_endpoint_url)
+        logits, saved_names, saved_recipe, sha256 = _read(weights, chosen, s3_endpoint_url)
+    num_classes, activation = head_classes(logits)
     names, source = _names(weights, labels, saved_names, num_classes, s3_endpoint_url)
     return ModelSpec(
-        weights=weights, arch=chosen.name, num_classes=num_classes,
+        weights=weights, arch=chosen.name, num_classes=num_classes, activation=activation,
         recipe=_recipe(chosen, saved_recipe, recipe_overrides, redact(weights)), embedding_dim=chosen.embedding_dim,
         class_names=names, names_source=source, names_sha256=None if names is None else names_sha256(names),
         weights_sha256=sha256,
@@ -92,15 +104,14 @@ def describe_model(
 
 
 def _read(weights: str, arch: Arch, s3_endpoint_url: str | None) -> tuple[int, object, object, str | None]:
-    """(classes, saved names, saved recipe, sha256) of weights that are not ``random``: torch from here."""
-    from inference.architecture import check_fits
-    from inference.model import weights_for
+    """(the head's logits, saved names, saved recipe, sha256) of weights that are not ``random``: torch from here."""
+    from inference.build import check_fits
 
     checkpoint = weights_for(weights, arch.name, s3_endpoint_url)
     if weights == IMAGENET_WEIGHTS:
         return IMAGENET_CLASSES, None, None, None
-    classes = check_fits(checkpoint.state, arch, redact(weights))
-    return classes, checkpoint.class_names, checkpoint.recipe, checkpoint.sha256
+    logits = check_fits(checkpoint.state, arch, redact(weights))
+    return logits, checkpoint.class_names, checkpoint.recipe, checkpoint.sha256
 
 
 def _names(weights: str, labels: str | None, saved: object, num_classes: int,

@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from inference.archs import ARCHS, DEFAULT_ARCH
-from inference.names import EMBEDDING_DTYPES, PRECISIONS, WeightsError
 from inference.compile import COMPILE_CHOICES
+from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
+from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, JobConfig
 from job.errors import DataError, JobError
 from preprocess import DEFAULT_MAX_PIXELS

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
-from inference.names import EMBEDDING_DTYPES, PRECISIONS
+from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from job.errors import JobError
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe

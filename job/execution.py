@@ -7,7 +7,8 @@ size), what the engine can do (``Capabilities``, from its ``Engine`` record) and
 predictors will run on (``Devices``, which the started engine reports). The manifest records
 it; the stages (``job.stages``) take it; no engine rewrites it.
 
-The defaults live here, in one place (``decide`` and the constants above it). With a GPU they
+The defaults live here, in one place (``decide``, ``default_precision`` and the constants above
+them): the predictors take what is decided and choose nothing. With a GPU they
 are what a GPU has run: CPU decode and an eager model (3,400 images/s steady from JPEG on one
 H100, 2026-11-23). ``--decode gpu|auto`` and ``--compile auto`` (compile by job size) are one
 flag away and become defaults only once BENCHMARKS.md shows them at least as fast on a GPU.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from inference.compile import compile_by_size
-from inference.names import EmbeddingDtype, Precision
+from inference.dtypes import EmbeddingDtype, Precision
 from inference.spec import ModelSpec, describe_model
 from job.config import JobConfig
 from job.errors import JobError
@@ -84,7 +85,7 @@ class Execution:
         return self.model.recipe
 
     def to_dict(self) -> dict:
-        """As the manifest records it (the recipe also on its own, as readers found it before the model was here)."""
+        """As the manifest records it (the recipe also on its own, where the manifest's readers look for it)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**fields, "model": self.model.to_dict(), "recipe": self.recipe.to_dict(), "reasons": dict(self.reasons)}
 
@@ -131,7 +132,7 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
     require_capable(decode, capabilities, engine)
     batch = BATCH_SIZE_GPU if devices.kind == "cuda" else BATCH_SIZE_CPU
     batch_size = _chosen("batch_size", config.batch_size, batch, reasons, f"the default on {devices.kind}")
-    precision = _chosen("precision", config.precision, _default_precision(devices), reasons,
+    precision = _chosen("precision", config.precision, default_precision(devices), reasons,
                         f"the default on {devices.name or devices.kind}")
     _check_precision(precision, devices)
     compile_option = _chosen("compile", config.compile, DEFAULT_COMPILE, reasons)
@@ -156,8 +157,8 @@ def _chosen(name: str, given: object, default: object, reasons: dict[str, str], 
     return given if given is not None else default
 
 
-def _default_precision(devices: Devices) -> Precision:
-    """bf16 on GPUs that have it (Ampere+), fp16 on other GPUs, fp32 on CPU."""
+def default_precision(devices: Devices) -> Precision:
+    """bf16 on GPUs that have it (Ampere+), fp16 on other GPUs, fp32 on CPU: the one rule, for jobs and benchmarks."""
     if devices.kind != "cuda":
         return "fp32"
     return "bf16" if devices.bf16 else "fp16"

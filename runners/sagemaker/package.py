@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from inference import ModelSpec, load_model
-from inference.names import RANDOM_WEIGHTS
+from inference.weights import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.execution import Execution
 from runners.sagemaker import wheels as serving_wheels

@@ -22,7 +22,7 @@ from tests.docs.verdicts import RUNS, SKIPS, Run, Skip, verdict
 
 COMMAND_TIMEOUT_S = 900
 BUCKETS = ("my-bucket", "bucket")  # the docs' S3 examples
-IMAGENET_FILE = "resnet50-11ad3fa6.pth"  # where torch.hub caches inference.model.IMAGENET_URL
+IMAGENET_FILE = "resnet50-11ad3fa6.pth"  # where torch.hub caches inference.weights.IMAGENET_URL
 
 
 def test_every_documented_command_has_a_verdict():

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from inference import Predictor, default_precision, load_model
+from inference import Predictor, load_model
+from job.execution import DEFAULT_TOPK, default_precision, this_machine
 from preprocess import preprocess_batch
 from preprocess.device_decode import JpegDecoder, nvimgcodec_available
 from preprocess.device_stage import DeviceStage
@@ -38,14 +39,16 @@ def test_cuda_predictions_agree_with_cpu_fp32(clear_winner, pixels, precision):
     bound = logit_error_bound(precision, abs_dot)  # (16,) per image
     margin = np.diff(np.sort(logits, axis=1)[:, -2:], axis=1)[:, 0]
     assert (margin > 2 * bound).all(), "the checkpoint must make every top-1 decidable at this precision"
-    cpu = Predictor(load_model(path), torch.device("cpu"), "fp32")(pixels)
-    gpu = Predictor(load_model(path), CUDA, precision)(pixels)
+    cpu = Predictor(load_model(path), torch.device("cpu"), "fp32", DEFAULT_TOPK)(pixels)
+    gpu = Predictor(load_model(path), CUDA, precision, DEFAULT_TOPK)(pixels)
     assert np.array_equal(cpu.label, gpu.label)
     assert (np.abs(cpu.score - gpu.score) <= 2 * cpu.score * bound).all()
 
 
-def test_default_precision_on_cuda_is_half():
-    assert default_precision(CUDA) in ("bf16", "fp16")
+def test_the_jobs_precision_on_this_gpu_is_half_and_runs():
+    precision = default_precision(this_machine())
+    assert precision in ("bf16", "fp16")
+    Predictor(load_model("random"), CUDA, precision, DEFAULT_TOPK)  # the predictor takes it without refusing
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
@@ -106,7 +109,7 @@ def test_decode_is_exact_while_the_stream_has_pending_writes_and_another_stream_
 
 
 def test_two_threads_on_their_own_streams_give_the_sequential_answers(pixels):
-    predictor = Predictor(load_model("random"), CUDA, "fp32")
+    predictor = Predictor(load_model("random"), CUDA, "fp32", DEFAULT_TOPK)
     batches = [pixels[i : i + 4] for i in range(0, len(pixels), 4)]
     sequential = [predictor(b).topk_labels for b in batches]
     with ThreadPoolExecutor(2) as pool:
@@ -116,7 +119,7 @@ def test_two_threads_on_their_own_streams_give_the_sequential_answers(pixels):
 
 def test_two_threads_decode_and_classify_like_one(jpegs, clear_winner):
     """The GPU actor's two threads: per-thread decoders and streams give the sequential answers."""
-    predictor = Predictor(load_model(clear_winner[0]), CUDA, "bf16" if torch.cuda.is_bf16_supported() else "fp16")
+    predictor = Predictor(load_model(clear_winner[0]), CUDA, default_precision(this_machine()), DEFAULT_TOPK)
     stage = DeviceStage(CUDA)
     batches = [preprocess_routed(jpegs[i : i + 8], DecodeRouter("gpu")) for i in (0, 8)]
 
@@ -133,8 +136,8 @@ def test_two_threads_decode_and_classify_like_one(jpegs, clear_winner):
 
 def test_compiled_predictor_agrees_with_eager_and_pads_short_batches(clear_winner, pixels):
     path, _, abs_dot = clear_winner
-    eager = Predictor(load_model(path), CUDA, "fp32")(pixels[:5])
-    compiled = Predictor(load_model(path), CUDA, "fp32", compile=True, batch_size=8)(pixels[:5])
+    eager = Predictor(load_model(path), CUDA, "fp32", DEFAULT_TOPK)(pixels[:5])
+    compiled = Predictor(load_model(path), CUDA, "fp32", DEFAULT_TOPK, compile=True, batch_size=8)(pixels[:5])
     assert compiled.label.shape == (5,) and np.array_equal(eager.label, compiled.label)
     assert (np.abs(eager.score - compiled.score) <= 2 * eager.score * logit_error_bound("fp32", abs_dot[:5])).all()
 

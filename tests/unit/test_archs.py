@@ -7,8 +7,9 @@ import torch
 from torchvision.models import get_model, get_model_weights
 from torchvision.transforms import InterpolationMode
 
-from inference.architecture import FeaturesAndLogits, build
 from inference.archs import ARCHS
+from inference.build import build
+from inference.features import FeaturesAndLogits
 
 CPU = torch.device("cpu")
 
@@ -53,7 +54,7 @@ def test_another_architectures_checkpoint_runs_through_the_predictor(tmp_path):
     spec = describe_model(str(tmp_path / "r18.pt"), arch="resnet18")
     assert (spec.num_classes, spec.embedding_dim, spec.class_names, spec.recipe.resize) == (3, 512, ("a", "b", "c"), 256)
     pixels = np.random.default_rng(0).integers(0, 256, (2, 224, 224, 3), dtype=np.uint8)
-    out = Predictor(load_model(spec), CPU, "fp32", topk=3, embeddings="float32")(pixels)
+    out = Predictor(load_model(spec), CPU, "fp32", 3, embeddings="float32")(pixels)
     mean, std = torch.tensor(spec.recipe.mean).view(1, 3, 1, 1), torch.tensor(spec.recipe.std).view(1, 3, 1, 1)
     with torch.inference_mode():
         reference = theirs((torch.from_numpy(pixels).permute(0, 3, 1, 2) / 255 - mean) / std).softmax(1)

@@ -15,14 +15,14 @@ from tests.common.images import encoded, photo
 
 
 def test_model_only_times_the_batches_it_reports():
-    result = model_only_images_per_sec(load_model("random"), torch.device("cpu"), None, 2, seconds=0, min_batches=2)
+    result = model_only_images_per_sec(load_model("random"), torch.device("cpu"), "fp32", 2, seconds=0, min_batches=2)
     assert result.batches == 2 and result.batch_size == 2 and result.precision == "fp32" and result.device == "cpu"
     assert result.images_per_sec == pytest.approx(4 / result.seconds, rel=0.01)
 
 
 def test_model_only_refuses_an_empty_batch():
     with pytest.raises(ValueError, match="batch_size >= 1"):
-        model_only_images_per_sec(load_model("random"), torch.device("cpu"), None, 0)
+        model_only_images_per_sec(load_model("random"), torch.device("cpu"), "fp32", 0)
 
 
 def test_timed_methods_produce_the_same_crop_and_restore_threads():

@@ -117,3 +117,39 @@ def test_class_to_idx_gives_names_in_index_order_and_disagreeing_lists_are_refus
 def test_a_compiled_modules_prefix_is_stripped(fine_tuned, tmp_path):
     torch.save({f"_orig_mod.{k}": v for k, v in fine_tuned.state_dict().items()}, tmp_path / "compiled.pt")
     assert torch.equal(load_model(str(tmp_path / "compiled.pt")).module.fc.bias, fine_tuned.fc.bias)
+
+
+def test_a_lightning_checkpoint_with_a_key_beside_the_network_names_it_not_the_architecture(fine_tuned, tmp_path, capfd):
+    network = {f"model.{k}": v for k, v in fine_tuned.state_dict().items()}
+    torch.save({"state_dict": {**network, "criterion.pos_weight": torch.ones(1)}, "epoch": 7}, tmp_path / "l.pt")
+    message = _refusal(tmp_path / "l.pt", capfd)
+    assert f"{len(network)} keys start with 'model.' (the network) and 1 do not (criterion.pos_weight)" in message
+    assert message.endswith("save the network's weights alone, torch.save(model.state_dict(), path)")
+    assert "--arch" not in message
+
+
+def test_a_plain_state_dict_with_a_key_beside_the_network_names_it_not_the_architecture(fine_tuned, tmp_path, capfd):
+    torch.save({**fine_tuned.state_dict(), "loss.weight": torch.ones(10)}, tmp_path / "p.pt")
+    message = _refusal(tmp_path / "p.pt", capfd)
+    assert "a resnet50 state dict with 1 keys that are not the network's (loss.weight)" in message
+    assert "save the network's weights alone" in message and "--arch" not in message
+
+
+def test_a_moving_average_beside_the_weights_is_refused_naming_both(fine_tuned, tmp_path, capfd):
+    state = fine_tuned.state_dict()
+    both = {**{f"model.{k}": v for k, v in state.items()}, **{f"model_ema.{k}": v for k, v in state.items()}}
+    torch.save({"state_dict": both, "epoch": 7}, tmp_path / "prefixed.pt")
+    message = _refusal(tmp_path / "prefixed.pt", capfd)
+    assert f"two copies of the weights: {len(state)} keys under 'model_ema.' (a moving average) beside {len(state)} others" in message
+    assert "neither is chosen for you: save the one you mean alone" in message and "--arch" not in message
+    torch.save({"model": state, "model_ema": state, "epoch": 7}, tmp_path / "beside.pt")
+    message = _refusal(tmp_path / "beside.pt", capfd)
+    assert "two copies of the weights, 'model' and its moving average 'model_ema'; neither is chosen for you" in message
+    assert "torch.save(checkpoint['model'], path) or torch.save(checkpoint['model_ema'], path)" in message
+
+
+def test_a_moving_average_saved_alone_loads_exactly(fine_tuned, tmp_path):
+    state = fine_tuned.state_dict()
+    torch.save({"state_dict": {f"model_ema.module.{k}": v for k, v in state.items()}}, tmp_path / "ema.pt")  # timm's ModelEmaV2
+    loaded = load_model(str(tmp_path / "ema.pt")).module.state_dict()
+    assert loaded.keys() == state.keys() and all(torch.equal(loaded[k], v) for k, v in state.items())

@@ -101,6 +101,17 @@ def test_topk_defaults_to_five_or_the_class_count_and_an_explicit_one_above_it_i
     assert model_for(config(weights=str(three), topk=5, embeddings="only")).num_classes == 3  # no top-k to write
 
 
+def test_a_one_logit_head_has_two_classes_so_topk_defaults_to_two(tmp_path):
+    from tests.common.checkpoints import write_checkpoint
+    import torch
+
+    binary = write_checkpoint(tmp_path / "binary.pt", {**_resnet_state(), "fc.weight": torch.zeros(1, 2048), "fc.bias": torch.zeros(1)})
+    plan = decided(config(weights=str(binary)), ALL, CPU, 1)
+    assert (plan.model.num_classes, plan.model.activation, plan.topk) == (2, "sigmoid", 2)
+    with pytest.raises(JobError, match=r"--topk 3: the model has 2 classes; pass --topk 2 or fewer"):
+        model_for(config(weights=str(binary), topk=3))
+
+
 def test_a_recipe_that_does_not_fit_the_checkpoints_is_refused_by_the_model():
     with pytest.raises(WeightsError, match="crop <= resize"):
         model_for(config(crop=300))  # fine alone, but ResNet50's default resize is 232

@@ -36,7 +36,7 @@ def test_wrapped_state_dict_loads(checkpoint, tmp_path):
     torch.save({"state_dict": module.state_dict(), "epoch": 3}, wrapped)
     pixels = np.random.default_rng(0).integers(0, 255, (2, 224, 224, 3), dtype=np.uint8)
     cpu = torch.device("cpu")
-    assert np.array_equal(Predictor(load_model(str(wrapped)), cpu)(pixels).label, Predictor(load_model(str(path)), cpu)(pixels).label)
+    assert np.array_equal(Predictor(load_model(str(wrapped)), cpu, "fp32", 1)(pixels).label, Predictor(load_model(str(path)), cpu, "fp32", 1)(pixels).label)
 
 
 def test_missing_file_names_the_option(tmp_path):
@@ -86,7 +86,7 @@ def test_our_resnet50_is_torchvisions_bit_for_bit():
 def test_eval_recipe_is_torchvisions():
     from torchvision.models import ResNet50_Weights
 
-    from inference.model import IMAGENET_URL
+    from inference.weights import IMAGENET_URL
     from preprocess.recipe import IMAGENET_RECIPE
 
     weights = ResNet50_Weights.DEFAULT
@@ -97,13 +97,14 @@ def test_eval_recipe_is_torchvisions():
 
 
 def test_weights_are_read_once_per_process_and_each_load_gets_its_own_module(checkpoint, monkeypatch):
-    from inference import model as model_module
+    from inference import checkpoint as checkpoint_module
+    from inference.weights import clear_weights_cache
 
     path, _ = checkpoint
-    model_module.clear_weights_cache()
+    clear_weights_cache()
     reads = []
-    real = model_module.read_checkpoint
-    monkeypatch.setattr(model_module, "read_checkpoint", lambda *a: reads.append(a) or real(*a))
+    real = checkpoint_module.read_checkpoint
+    monkeypatch.setattr(checkpoint_module, "read_checkpoint", lambda *a: reads.append(a) or real(*a))
     first, second = load_model(str(path)), load_model(str(path))
     assert len(reads) == 1 and first.module is not second.module
     with torch.no_grad():
@@ -116,7 +117,7 @@ def test_the_model_module_does_not_import_torchvision():
     import sys
 
     code = ("import sys, numpy, inference; m = inference.load_model('random'); "
-            "inference.Predictor(m, inference.choose_device(), embeddings='float16')(numpy.zeros((1, 224, 224, 3), numpy.uint8)); "
+            "inference.Predictor(m, inference.choose_device(), 'fp32', 5, embeddings='float16')(numpy.zeros((1, 224, 224, 3), numpy.uint8)); "
             "print('torchvision' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -124,7 +125,7 @@ def test_the_model_module_does_not_import_torchvision():
 
 def test_a_checkpoint_replaced_after_the_driver_described_it_is_refused(checkpoint, tmp_path):
     from inference import describe_model
-    from inference.model import clear_weights_cache
+    from inference.weights import clear_weights_cache
 
     path, _ = checkpoint
     moving = tmp_path / "moving.pt"

@@ -63,14 +63,37 @@ def test_names_that_do_not_fit_the_head_are_refused(tmp_path):
         describe_model(str(path))
 
 
+def test_a_one_logit_head_is_a_binary_classifier_of_two_classes(tmp_path):
+    path = tmp_path / "binary.pt"
+    fine_tuned_checkpoint(path, 1, "state_dict", class_names=["cat", "dog"])
+    spec = describe_model(str(path))
+    assert (spec.num_classes, spec.activation, spec.class_names) == (2, "sigmoid", ("cat", "dog"))
+    assert ModelSpec.from_dict(spec.to_dict()) == spec
+    assert load_model(spec).module.fc.out_features == 1  # the network keeps its one logit; it is scored as two classes
+    (tmp_path / "three.txt").write_text("a\nb\nc\n")
+    with pytest.raises(WeightsError, match=r"three.txt: 3 names for a model with 2 classes"):
+        describe_model(str(path), labels=str(tmp_path / "three.txt"))
+
+
+@pytest.mark.parametrize("head", [torch.zeros(2048), torch.zeros(0, 2048), torch.zeros(1, 2048, 1, 1)])
+def test_a_head_that_is_not_a_plain_linear_is_refused_naming_arch_and_labels(tmp_path, head):
+    state = {**load_model("random").module.state_dict(), "fc.weight": head, "fc.bias": torch.zeros(len(head))}
+    torch.save(state, tmp_path / "odd.pt")
+    with pytest.raises(WeightsError) as refused:
+        describe_model(str(tmp_path / "odd.pt"))
+    message = str(refused.value)
+    assert f"its head fc.weight has shape {tuple(head.shape)}, not a Linear's (classes, 2048)" in message
+    assert "pass the --arch it was trained as, and --labels with one name per class" in message and "\n" not in message
+
+
 def test_imagenet_weights_get_torchvisions_names(monkeypatch):
-    from inference import model
+    from inference import weights
 
     # Stands in for the download only (no network here); the names path is the real one.
-    monkeypatch.setattr(model, "_imagenet", lambda arch: model.weights_for("random", arch.name, None).state)
-    model.clear_weights_cache()
+    monkeypatch.setattr(weights, "_imagenet", lambda arch: weights.weights_for("random", arch.name, None).state)
+    weights.clear_weights_cache()
     spec = describe_model("imagenet")
-    model.clear_weights_cache()
+    weights.clear_weights_cache()
     assert spec.class_names[:2] == ("tench", "goldfish") and spec.names_source == "torchvision ImageNet categories"
 
 

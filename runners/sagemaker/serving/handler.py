@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from inference.names import RANDOM_WEIGHTS
+from inference.weights import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Execution
