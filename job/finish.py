@@ -1,7 +1,7 @@
 """The driver's last step: verify the table, write its ids index and its manifest, then tidy up.
 
 The order is what readers see: every part is already committed, each whole; then the index of
-the table's ids (``_index/<run id>.parquet``, a new name), then ``_SUCCESS.json`` (one PUT: the
+the table's ids (``_index/<run id>.ids``, a new name), then ``_SUCCESS.json`` (one PUT: the
 table readers trust, with its snapshot), a copy of it in ``_history/<run id>.json``, and only then
 are the parts of input files that are gone deleted, and older indexes with them. A run killed
 anywhere before the manifest leaves the previous manifest naming an index that still exists.

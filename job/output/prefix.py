@@ -4,7 +4,7 @@ An output prefix holds::
 
     part-<stem>-<8 hex>.parquet   one per input file, with every row of that file (job.output.parts)
     _SUCCESS.json                 written last, after every part was verified (job.manifest): the table's snapshot
-    _index/<run id>.parquet       the table's ids as hashes, named by the manifest (job.output.table)
+    _index/<run id>.ids           the table's ids as hashes, named by the manifest (job.output.table)
     _history/<run id>.json        every finished run's manifest
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
     _lease.json                   while a run writes the prefix: who, until when (job.lease.lease)

@@ -2,7 +2,7 @@
 
 Every finished run's manifest carries the table's ``Snapshot``: for each input file (its path
 relative to ``--input``) the part that holds it, the input's identity when that part was made
-(size, modification time), and its rows and error rows. Beside the parts, ``_index/<run id>.parquet``
+(size, modification time), and its rows and error rows. Beside the parts, ``_index/<run id>.ids``
 (named by the snapshot) holds every part's ids as 64-bit hashes (``job.input.id_hash``), 8 bytes an id.
 
 An incremental run (``--incremental``) reads the last manifest, lists the input, and ``diff``s
@@ -30,7 +30,10 @@ from job.input.id_hash import repeated
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
-INDEX_DIR = "_index"  # <output>/_index/<run id>.parquet: (input_file, id hashes) per part
+INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) per part, in Parquet
+# The index is Parquet of another schema than the table's: its name does not end in .parquet, so readers that
+# glob the prefix for data files (DuckDB read_parquet('out/**/*.parquet'), polars) never take it for a part.
+INDEX_SUFFIX = ".ids"
 HISTORY_DIR = "_history"  # <output>/_history/<run id>.json: every run's manifest
 
 
@@ -124,7 +127,7 @@ def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray])
                       "hashes": pa.array([np.sort(hashes[name]) for name in names], pa.list_(pa.uint64()))})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    name = f"{INDEX_DIR}/{run_id}.parquet"
+    name = f"{INDEX_DIR}/{run_id}{INDEX_SUFFIX}"
     with storage_errors(output.uri), output.writer(output.join(name)) as out:
         out.write(sink.getvalue())
     return name

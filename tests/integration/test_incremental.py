@@ -96,3 +96,18 @@ def test_a_new_files_id_already_in_the_table_is_refused_before_any_work(data_roo
     line = refused(local_job.main, [*job_args(source, out, endpoint, "--incremental"), *LOCAL], capsys)
     assert "id 'img-00003' of " in line and "part-00005.parquet row 1 is already in the table" in line
     assert not [f for f in files_under(out, endpoint) if "00005" in f]  # nothing was run
+
+
+def test_a_glob_of_parquet_files_under_the_table_finds_its_parts_alone(tmp_path):
+    """Readers that glob (DuckDB read_parquet('out/**/*.parquet'), polars scan_parquet) read every .parquet under the
+    prefix: the id index and the history must not be among them, so the glob reads exactly the table's rows."""
+    import glob
+
+    source, out = str(tmp_path / "in"), str(tmp_path / "out")
+    write_night(source, None, 0, 2)
+    main(job_args(source, out, None, "--incremental"))
+    write_night(source, None, 2, 1)
+    night = main(job_args(source, out, None, "--incremental"))
+    found = sorted(glob.glob(f"{out}/**/*.parquet", recursive=True))
+    assert [p.removeprefix(out + "/") for p in found] == sorted(night["files"])
+    assert pq.read_table(found).num_rows == night["counts"]["rows_out"]
