@@ -84,7 +84,7 @@ class Execution:
         return self.model.recipe
 
     def to_dict(self) -> dict:
-        """As the manifest records it (the recipe also on its own, as readers found it before the model was here)."""
+        """As the manifest records it (the recipe also on its own, at ``execution.recipe`` where readers of the manifest look for it)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**fields, "model": self.model.to_dict(), "recipe": self.recipe.to_dict(), "reasons": dict(self.reasons)}
 
