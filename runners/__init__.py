@@ -32,12 +32,11 @@ if _missing_core is not None and sys.argv[:1] == ["-m"]:
 
 # First of ours in every command: the clock of its start-up starts here (job.timeline).
 from job.timeline import COMMAND_STARTED_AT  # noqa: E402, F401
+from job.cli import EXIT_USAGE  # noqa: E402 - light: job.cli loads neither torch nor an engine
 from job.errors import JobError  # noqa: E402
 
 if TYPE_CHECKING:
     from job.engine import Engine
-
-EXIT_USAGE = 2  # job.cli's code for what the user can fix (a missing extra is one)
 
 
 class EngineEntry(NamedTuple):
