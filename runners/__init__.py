@@ -1,7 +1,7 @@
 """The engines and the commands, thin adapters over the engine-neutral ``job`` core.
 
 - ``ray_job`` (+ ``ray/``: the session, the block codec, the decode feedback, placement): Ray Data actor pools.
-- ``spark_job`` (+ ``spark/``: the session, what executors run): Spark's Arrow and pandas UDFs.
+- ``spark_job`` (+ ``spark/``: the session, what executors run, the read-ahead thread): Spark's Arrow and pandas UDFs.
 - ``sagemaker_job`` (+ ``sagemaker/``: options, the archive, serving, AWS, --local): SageMaker Batch Transform.
 - ``local_job``: plain PyTorch DataLoader, the baseline.
 - ``compare/``: runs the engines one after another and checks parity; ``make_dataset``: writes Parquet image datasets.
