@@ -79,7 +79,7 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     for batch, pixels in loader:
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned

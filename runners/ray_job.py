@@ -132,7 +132,7 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
 
     Returns the collector (its progress is the run's timeline) and the model's device seconds.
     """
-    collector, device_seconds = PartCollector(job.output.parts, job.pending.files), 0.0
+    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
     # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
     batches = iter(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
     # closing: a run the collector stops (a DataError) shuts Ray Data's executor down now, not
