@@ -28,7 +28,7 @@ from job.execution import DEFAULT_TOPK, default_precision, this_machine
 from preprocess.device_decode import DECODERS, JpegDecoder, nvimgcodec_available
 from preprocess.device_resize import resize_center_crop_batch
 from preprocess.device_stage import DeviceStage
-from preprocess.routed import preprocess_routed
+from preprocess.split_decode import preprocess_routed
 from preprocess.routing import DecodeRouter
 from preprocess.recipe import Recipe
 from job.sample.synthetic import encode, synthetic_image

@@ -85,7 +85,7 @@ class Execution:
         return self.model.recipe
 
     def to_dict(self) -> dict:
-        """As the manifest records it (the recipe also on its own, where the manifest's readers look for it)."""
+        """As the manifest records it (the recipe also on its own, at ``execution.recipe`` where readers of the manifest look for it)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**fields, "model": self.model.to_dict(), "recipe": self.recipe.to_dict(), "reasons": dict(self.reasons)}
 

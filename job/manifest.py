@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from storage import Location, storage_errors
 
 MANIFEST = "_SUCCESS.json"
-# Fields a reader does without: written since a later version ("execution", "table"), or empty by default.
+# Fields a reader does without, so that it reads every manifest in an output it may continue: one
+# written without "execution" or "table" still lists its parts; "settings" and "manifest" may be empty.
 OPTIONAL = {"settings", "manifest", "execution", "table"}
 
 
@@ -43,7 +44,7 @@ class Timeline:
     steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
     device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
     wall_seconds: float  # process start -> the manifest: everything the command took
-    events: int | None = None  # progress events the figures come from (model batches, shards); None: an older manifest
+    events: int | None = None  # progress events the figures come from (model batches, shards); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class Manifest:
     settings: dict = field(default_factory=dict)  # the engine's own facts (actors, master, shards...)
     manifest: str = ""  # this file's URI
     # The table's snapshot (job.output.table.Snapshot): each input file's part, the input's identity, the
-    # ids index, what this run added, replaced and removed. None in manifests of older versions.
+    # ids index, what this run added, replaced and removed. None: no snapshot, so --incremental refuses to continue it.
     table: dict | None = None
 
     def to_dict(self) -> dict:

@@ -32,7 +32,7 @@ from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.output.rows import prediction_table
 from job.timeline import with_model_time
 from preprocess import preprocess_batch
-from preprocess.routed import RoutedBatch, preprocess_routed
+from preprocess.split_decode import RoutedBatch, preprocess_routed
 from preprocess.routing import DecodeRouter, DeviceFeedback
 
 if TYPE_CHECKING:

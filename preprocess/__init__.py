@@ -5,7 +5,7 @@ center-crop to the model's eval size as uint8 HWC. Normalisation happens on the 
 (see ``inference.predictor``), so what crosses the wire is 1 byte per channel.
 
 No engine imports here: Ray, Spark and SageMaker all call ``preprocess_batch``.
-With ``--decode gpu|auto`` the CPU worker screens and routes JPEGs (``preprocess.routed``) and
+With ``--decode gpu|auto`` the CPU worker screens and routes JPEGs (``preprocess.split_decode``) and
 the predictor decodes, resizes and crops its share (``preprocess.device_stage``, which needs
 torch and is imported only there).
 """

@@ -11,6 +11,9 @@ on synthetic JPEGs). Each method turns a list of encoded images into model input
 - ``torchvision_transform(preset)``: PIL decode + a full torchvision preset such as
   ``ResNet50_Weights.DEFAULT.transforms()`` (also to float and normalised on the CPU): what
   a user writes by default.
+
+``methods`` names the three with the description a report prints, and ``per_core_rows`` times
+them into one row each, ours' speedup over each included.
 """
 
 from __future__ import annotations
@@ -41,6 +44,26 @@ def torchvision_resize_crop(recipe: Recipe) -> Method:
 
 def torchvision_transform(transform: Callable[[Image.Image], torch.Tensor]) -> Method:
     return lambda images: torch.stack([transform(_pil(b)) for b in images])  # (N, 3, crop, crop) float
+
+
+def methods(recipe: Recipe, preset: Callable[[Image.Image], torch.Tensor], preset_name: str) -> dict[str, tuple[str, Method]]:
+    """{name: (description, method)}: ours and torchvision's two, all to ``recipe``'s crop; ``preset_name`` names ``preset``."""
+    return {
+        "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(recipe)),
+        "torchvision_resize_crop": (f"torchvision v2 Resize({recipe.resize}) + CenterCrop({recipe.crop}) on PIL, uint8",
+                                    torchvision_resize_crop(recipe)),
+        "torchvision_preset": (f"torchvision {preset_name} (float, normalised)", torchvision_transform(preset)),
+    }
+
+
+def per_core_rows(images: Sequence[bytes], timed: dict[str, tuple[str, Method]], repeats: int = 3) -> list[dict]:
+    """One row per method of ``timed`` (``methods``' table): images/sec per core, and how many times faster ours is."""
+    if "ours" not in timed:
+        raise ValueError(f"per_core_rows compares every method with 'ours', got only {sorted(timed)}; time methods(...)")
+    rates = {name: per_core_rate(method, images, repeats) for name, (_, method) in timed.items()}
+    return [{"method": name, "description": timed[name][0], "images": len(images), "repeats": repeats,
+             "images_per_sec_per_core": round(rate, 1), "ours_speedup": round(rates["ours"] / rate, 2)}
+            for name, rate in rates.items()]
 
 
 def per_core_rate(method: Method, images: Sequence[bytes], repeats: int = 3) -> float:

@@ -23,7 +23,7 @@ from preprocess.batch import preprocess_batch
 from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.device_decode import DecoderName, JpegDecoder
 from preprocess.device_resize import resize_center_crop_batch
-from preprocess.routed import RoutedBatch
+from preprocess.split_decode import RoutedBatch
 from preprocess.recipe import IMAGENET_RECIPE, Recipe
 
 

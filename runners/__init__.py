@@ -1,7 +1,7 @@
 """The engines and the commands, thin adapters over the engine-neutral ``job`` core.
 
 - ``ray_job`` (+ ``ray/``: the session, the block codec, the decode feedback, placement): Ray Data actor pools.
-- ``spark_job`` (+ ``spark/``: the session, what executors run): Spark's Arrow and pandas UDFs.
+- ``spark_job`` (+ ``spark/``: the session, what executors run, the read-ahead thread): Spark's Arrow and pandas UDFs.
 - ``sagemaker_job`` (+ ``sagemaker/``: options, the archive, serving, AWS, --local): SageMaker Batch Transform.
 - ``local_job``: plain PyTorch DataLoader, the baseline.
 - ``compare/``: runs the engines one after another and checks parity; ``make_dataset``: writes Parquet image datasets.
@@ -32,12 +32,11 @@ if _missing_core is not None and sys.argv[:1] == ["-m"]:
 
 # First of ours in every command: the clock of its start-up starts here (job.timeline).
 from job.timeline import COMMAND_STARTED_AT  # noqa: E402, F401
+from job.cli import EXIT_USAGE  # noqa: E402 - light: job.cli loads neither torch nor an engine
 from job.errors import JobError  # noqa: E402
 
 if TYPE_CHECKING:
     from job.engine import Engine
-
-EXIT_USAGE = 2  # job.cli's code for what the user can fix (a missing extra is one)
 
 
 class EngineEntry(NamedTuple):

@@ -118,7 +118,7 @@ def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> r
     return decoded.map_batches(
         classify,
         batch_size=scaling.batch_size,
-        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray_blocks)
+        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
         compute=scaling.classify_pool(),
         num_gpus=1 if scaling.gpus else 0,
         num_cpus=1,

@@ -45,8 +45,8 @@ from job.output.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
 from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark.udfs import (
-    PIXELS_DDL,
-    STATS_DDL,
+    PIXELS_SCHEMA,
+    STATS_SCHEMA,
     ReadAndClassify,
     ReadAndPreprocess,
     TaskSpec,
@@ -85,12 +85,12 @@ def files_frame(spark: SparkSession, job: Job, partitions: int) -> DataFrame:
 def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
     """The per-partition stats DataFrame whose evaluation does the whole job."""
     if udf == "iterator":
-        return files.mapInArrow(ReadAndClassify(spec), STATS_DDL)
+        return files.mapInArrow(ReadAndClassify(spec), from_arrow_schema(STATS_SCHEMA))
     predictions = from_arrow_schema(pa.schema(udf_fields(spec.job.execution)))  # the output columns as Spark types (pyspark 3.5 and 4)
     predict = pandas_udf(series_predict(spec.job.config, spec.job.execution), predictions)
-    pixels = files.mapInArrow(ReadAndPreprocess(spec), PIXELS_DDL)
+    pixels = files.mapInArrow(ReadAndPreprocess(spec), from_arrow_schema(PIXELS_SCHEMA))
     rows = pixels.select("id", predict("pixels", "error").alias("p"), "error", FILE, ROW).select("id", "p.*", "error", FILE, ROW)
-    return rows.mapInArrow(WriteParts(spec), STATS_DDL)
+    return rows.mapInArrow(WriteParts(spec), from_arrow_schema(STATS_SCHEMA))
 
 
 def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineRun:

@@ -6,6 +6,8 @@ are no image), so a first run shows both sides of the output contract.
 
 from __future__ import annotations
 
+import tempfile
+
 from job.sample.synthetic import Row, synthetic_rows, write_dataset
 from storage import resolve
 
@@ -19,7 +21,8 @@ def sample_rows() -> list[Row]:
     return [*rows, ("bad-truncated-jpeg", truncated), ("bad-not-an-image", b"this is not an image")]
 
 
-def write_sample(directory: str) -> str:
-    """Write the sample under ``directory``; returns its path."""
+def write_sample(directory: str | None = None) -> str:
+    """Write the sample under ``directory`` (None: a new temp dir); returns its path, the run's ``--input``."""
+    directory = directory or tempfile.mkdtemp(prefix="sample-input-")
     write_dataset(resolve(directory), iter(sample_rows()), rows_per_file=25)
     return directory

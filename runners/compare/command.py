@@ -52,8 +52,7 @@ from job.execution import Capabilities, decide, model_for, this_machine
 from job.manifest import MANIFEST, Manifest, read_manifest
 from job.input.plan import InputPlan, plan_input, read_file
 from job.stages import image_cells
-from preprocess import preprocess_batch
-from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
+from preprocess import benchmark, preprocess_batch
 from runners.compare import report as compare_report
 from runners.compare.parity import Parity, check_parity, read_outcomes
 from runners.compare.prices import DEFAULT_TABLE, engine_prices
@@ -218,18 +217,9 @@ def preprocess_stage(plan: InputPlan, config: JobConfig, model: ModelSpec) -> li
     """Preprocessing per core on the input's own images, with the model's recipe: ours against torchvision's eval transform."""
     if plan.shape_columns or config.raw_shape:
         raise JobError("--stage preprocess times image decoding, but this input holds raw pixels; use an encoded input")
-    images, size = _decodable_images(plan, config, model), model.recipe
-    methods = {
-        "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(size)),
-        "torchvision_resize_crop": (f"torchvision v2 Resize({size.resize}) + CenterCrop({size.crop}) on PIL, uint8",
-                                    torchvision_resize_crop(size)),
-        "torchvision_preset": ("torchvision ResNet50_Weights.DEFAULT.transforms() (float, normalised)",
-                               torchvision_transform(RECIPE.transforms())),
-    }
-    rates = {name: per_core_rate(fn, images, PREPROCESS_REPEATS) for name, (_, fn) in methods.items()}
-    return [{"method": name, "description": methods[name][0], "images": len(images), "repeats": PREPROCESS_REPEATS,
-             "images_per_sec_per_core": round(rate, 1), "ours_speedup": round(rates["ours"] / rate, 2)}
-            for name, rate in rates.items()]
+    images = _decodable_images(plan, config, model)
+    timed = benchmark.methods(model.recipe, RECIPE.transforms(), "ResNet50_Weights.DEFAULT.transforms()")
+    return benchmark.per_core_rows(images, timed, PREPROCESS_REPEATS)
 
 
 def _decodable_images(plan: InputPlan, config: JobConfig, model: ModelSpec) -> list[bytes]:
@@ -245,6 +235,11 @@ def _decodable_images(plan: InputPlan, config: JobConfig, model: ModelSpec) -> l
     if not images:
         raise JobError(f"{config.input}: no decodable image among the first {len(cells)} rows to time")
     return images
+
+
+def engine_packages(engines: list[str]) -> list[str]:
+    """The packages whose versions the engines' manifests record (``Engine.packages``), each once, in order."""
+    return list(dict.fromkeys(package for name in engines for package in engine(name).packages))
 
 
 def main(argv: Sequence[str] | None = None) -> Comparison:
@@ -272,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
         "note": args.note,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "hardware": report.hardware(),
-        "versions": report.versions("ray", "pyspark", "boto3"),
+        "versions": report.versions(*engine_packages(engines)),
     }
     compare_report.write_report(report_dir, results)
     if args.append_results:

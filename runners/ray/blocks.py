@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from job.output.parts import FILE, ROW, with_position
 from job.stages import Batch, PixelBatch, SplitBatch
-from preprocess.routed import RoutedBatch
+from preprocess.split_decode import RoutedBatch
 
 PIXELS, ENCODED = "pixels", "image"
 

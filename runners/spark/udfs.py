@@ -16,8 +16,6 @@ the same part whole and never adds a second one.
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -37,16 +35,16 @@ from job.output.parts import FILE, ROW, PartCollector
 from job.output.rows import EMBEDDING, embedding_column, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
 from job.timeline import DEVICE_SECONDS, device_seconds_of
+from runners.spark.prefetch import prefetched
 
 # What each writing task reports to the driver, one row per model batch: the job's timeline (rows
 # done, when the model did them) and the parts that batch completed. ``error``: a DataError that
 # stopped the task's files (then rows is 0), which the driver raises.
 STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()), ("done_at", pa.float64()),
                           ("parts", pa.int32()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string())])
-STATS_DDL = (f"partition int, attempt int, rows long, done_at double, parts int, {DEVICE_SECONDS} double, "
-             "error string")  # the same, as Spark declares it
+# --udf series: what its preprocessing stage hands the model's. Spark gets both schemas as its own types
+# through ``from_arrow_schema`` (runners.spark_job), so each is written once, here.
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
-PIXELS_DDL = f"id string, pixels binary, error string, {FILE} int, {ROW} long"
 
 _CLASSIFIERS: dict[tuple[JobConfig, Execution, tuple[int, ...]], Classify] = {}  # per Python worker process
 
@@ -95,58 +93,6 @@ def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch], feedback: Late
     for batch in files:
         for index in batch.column(FILE).to_pylist():
             yield from preprocess.read(job.pending, index, job.execution.batch_size)
-
-
-def prefetched(items: Iterator, depth: int) -> Iterator:
-    """Run ``items`` in a thread, ``depth`` items ahead (decode overlaps the model); 0: inline.
-
-    The thread starts at once, not at the first ``next``: the first file is read and decoded
-    while the caller loads its model. An exception in the thread is re-raised in the caller,
-    after the items before it: no row is lost silently, and a failed read fails the task
-    (which Spark retries).
-    """
-    if depth == 0:
-        return iter(items)
-    slots: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    threading.Thread(target=_fill, args=(items, slots, stop), name="spark-prefetch", daemon=True).start()
-    return _drain(slots, stop)
-
-
-_DONE = object()
-
-
-def _fill(items: Iterator, slots: queue.Queue, stop: threading.Event) -> None:
-    def put(entry: tuple) -> None:
-        # Give up when the consumer has gone (its task failed): a reused worker keeps no stuck thread.
-        while not stop.is_set():
-            try:
-                return slots.put(entry, timeout=0.5)
-            except queue.Full:
-                continue
-
-    try:
-        for item in items:
-            if stop.is_set():
-                return
-            put(("item", item))
-    except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
-        put(("error", e))
-    else:
-        put(("item", _DONE))
-
-
-def _drain(slots: queue.Queue, stop: threading.Event) -> Iterator:
-    try:
-        while True:
-            kind, item = slots.get()
-            if kind == "error":
-                raise item  # the reader's own error (a StorageError stays one), with its traceback
-            if item is _DONE:
-                return
-            yield item
-    finally:
-        stop.set()
 
 
 def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:

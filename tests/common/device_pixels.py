@@ -16,7 +16,7 @@ import torch
 
 from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.device_stage import DeviceStage
-from preprocess.routed import preprocess_routed
+from preprocess.split_decode import preprocess_routed
 from preprocess.routing import DecodeRouter
 from preprocess.recipe import Recipe
 

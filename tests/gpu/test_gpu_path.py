@@ -16,7 +16,7 @@ from preprocess import preprocess_batch
 from preprocess.device_decode import JpegDecoder, nvimgcodec_available
 from preprocess.device_stage import DeviceStage
 from tests.common.device_pixels import preprocess_on_device
-from preprocess.routed import preprocess_routed
+from preprocess.split_decode import preprocess_routed
 from preprocess.routing import DecodeRouter
 from tests.common.datasets import mixed_rows
 from tests.common.images import encoded, photo

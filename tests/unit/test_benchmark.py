@@ -10,7 +10,7 @@ from inference import load_model
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE
 from preprocess.recipe import IMAGENET_RECIPE
-from preprocess.benchmark import ours, per_core_rate, torchvision_resize_crop, torchvision_transform
+from preprocess.benchmark import methods, ours, per_core_rate, per_core_rows, torchvision_resize_crop, torchvision_transform
 from tests.common.images import encoded, photo
 
 
@@ -35,3 +35,19 @@ def test_timed_methods_produce_the_same_crop_and_restore_threads():
     threads = torch.get_num_threads()
     assert per_core_rate(ours(size), images, repeats=1) > 0
     assert torch.get_num_threads() == threads
+
+
+def test_per_core_rows_time_every_method_against_ours():
+    images = [encoded(photo(320, 240, seed=s), quality=90) for s in range(2)]
+    rows = per_core_rows(images, methods(IMAGENET_RECIPE, RECIPE.transforms(), "the preset"), repeats=1)
+    assert [r["method"] for r in rows] == ["ours", "torchvision_resize_crop", "torchvision_preset"]
+    assert [r["description"] for r in rows][1:] == ["torchvision v2 Resize(232) + CenterCrop(224) on PIL, uint8",
+                                                    "torchvision the preset (float, normalised)"]
+    for row in rows:
+        assert (row["images"], row["repeats"]) == (2, 1) and row["images_per_sec_per_core"] > 0
+        assert row["ours_speedup"] == pytest.approx(rows[0]["images_per_sec_per_core"] / row["images_per_sec_per_core"], rel=0.02)
+
+
+def test_per_core_rows_need_ours_to_compare_with():
+    with pytest.raises(ValueError, match="'ours', got only \\['other'\\]"):
+        per_core_rows([b"jpeg"], {"other": ("a method", lambda images: None)})

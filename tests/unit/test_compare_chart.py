@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+import pytest
 
-from runners.compare.report import _bars_or_na
+pytest.importorskip("matplotlib", reason="compare's chart needs matplotlib: pip install -e '.[compare]'")
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from runners.compare.report import _bars_or_na  # noqa: E402
 
 
 def test_a_missing_figure_is_written_n_a_not_drawn_as_zero():

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from job.stages import PixelBatch, SplitBatch
-from preprocess.routed import RoutedBatch
+from preprocess.split_decode import RoutedBatch
 from runners.ray.blocks import batch_of, block_of
 
 CROP = 224

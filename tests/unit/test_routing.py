@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from preprocess import preprocess_batch
-from preprocess.routed import preprocess_routed
+from preprocess.split_decode import preprocess_routed
 from preprocess.routing import AutoPolicy, DecodeRouter, DeviceFeedback
 from tests.common.clock import ManualClock
 from tests.common.datasets import mixed_rows

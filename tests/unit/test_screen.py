@@ -67,7 +67,7 @@ def test_screening_costs_microseconds_not_a_decode():
 
 def test_the_cpu_stage_imports_no_torch():
     code = (
-        "import sys, preprocess, preprocess.screen, preprocess.routing, preprocess.routed; "
+        "import sys, preprocess, preprocess.screen, preprocess.routing, preprocess.split_decode; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,0 +1,29 @@
+"""Skip a test, naming the ``pip install`` that enables it, when this Python lacks an extra it runs with.
+
+Use it in tests that start an engine's command or import its module: the core install
+(``pip install -e '.[test]'``) then runs every other unit test and names what it left out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from runners import EXTRAS, missing_extra
+
+
+def skip_without(extra: str) -> None:
+    """Skip the calling test when a module of ``extra`` (``runners.EXTRAS``) cannot be imported here."""
+    error = missing_extra(extra)
+    if error is not None:
+        pytest.skip(str(error))
+
+
+def skip_unless_first_missing(extra: str, hidden: str) -> None:
+    """Skip when a module ``extra`` lists before ``hidden`` is missing here: a hiding test's line would name that one."""
+    modules = EXTRAS[extra]
+    before = [m for m in modules[: modules.index(hidden)] if importlib.util.find_spec(m) is None]
+    if before:
+        pytest.skip(f"{', '.join(before)} not installed: the [{extra}] extra's line would name {before[0]!r}, not "
+                    f"{hidden!r}; install it with `pip install -e '.[{extra}]'`")
