@@ -129,7 +129,7 @@ def _with_defaults(config: JobConfig) -> JobConfig:
     """Fill in the built-in sample and a fresh output directory when they were not given."""
     changes = {}
     if config.input is None:
-        changes["input"] = write_sample(tempfile.mkdtemp(prefix="sample-input-"))
+        changes["input"] = write_sample()
         print(f"no --input: running the built-in sample with --weights {config.weights}", file=sys.stderr)
     if config.output is None:
         changes["output"] = tempfile.mkdtemp(prefix="predictions-")

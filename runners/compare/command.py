@@ -151,7 +151,7 @@ def decided_for_this_machine(config: JobConfig, images: int, model: ModelSpec) -
     """
     execution = decide(config, Capabilities(), this_machine(), images, model=model)
     return dataclasses.replace(config, batch_size=execution.batch_size, precision=execution.precision,
-                               compile="on" if execution.compile else "off")
+                               compile="on" if execution.compile else "off", topk=execution.topk)
 
 
 def prepare_report(path: str | None, engines: list[str], overwrite: bool) -> str:
@@ -206,7 +206,8 @@ def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, repor
     device = choose_device()
     print(f"== model only: {device}, {config.precision}, batch {config.batch_size}, {args.model_only_seconds:.0f} s", file=sys.stderr)
     model_only = dataclasses.asdict(model_only_images_per_sec(model, device, config.precision, config.batch_size,
-                                                              seconds=args.model_only_seconds, compile=config.compile == "on"))
+                                                              seconds=args.model_only_seconds, compile=config.compile == "on",
+                                                              topk=config.topk))
     rows = [compare_report.run_row(e, manifest, model_only["images_per_sec"], prices.get(e), failed, engine_args[e])
             for e, (manifest, failed) in done.items()]
     parity = check_parity({e: read_outcomes(m.output, config.s3_endpoint_url) for e, (m, _) in done.items() if m is not None})
