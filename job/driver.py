@@ -30,7 +30,7 @@ from job import prepare, progress, report
 from job.cli import RESUME_HINT, config_from_args, run_main
 from job.config import JobConfig
 from job.engine import Engine, EngineRun, EngineSession, Job
-from job.execution import Devices, Execution, decide, require_capable
+from job.execution import Devices, Execution, decide, model_for, require_capable
 from job.finish import finish_job
 from job.manifest import MANIFEST
 from job.output import prefix
@@ -75,8 +75,10 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
     when anything fails (the engine's start included).
     """
     started_at = time.time() if started_at is None else started_at
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as pool:
-        preparing = pool.submit(prepare.prepare_job, config)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prepare") as pool:
+        # The model (weights read, names, recipe) is described while the input is listed and planned.
+        describing = pool.submit(model_for, config)
+        preparing = pool.submit(prepare.prepare_job, config, describing.result)
         with _released_at_the_end(preparing):
             if _needs_no_engine(config, preparing):
                 return without_engine(preparing.result(), engine, started_at)

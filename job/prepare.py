@@ -1,8 +1,9 @@
 """Everything a run can refuse before any work, done once on the driver: ``prepare_job``.
 
 In order, so that a refusal leaves the output as it was: the built-in sample when no input is
-given, the model (``job.execution.model_for``: weights, architecture, class names, recipe), the
-input's listing (a missing input is named before the output is touched), the output's lease
+given, the input's listing (a missing input is named before the output is touched), the model
+(described beside the listing by the driver, ``job.execution.model_for``: weights, architecture,
+class names, recipe; its refusal comes first), the output's lease
 (``job.lease``: one run per output prefix), what the output holds (``job.output.prefix.read_held``:
 its parts, and the table's snapshot read once), the input plan (``job.input.plan``: the dataset
 checks, on the files the snapshot does not vouch for), the night (``job.output.night``: what the
@@ -17,13 +18,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
 
 from inference.spec import ModelSpec
 from job.config import JobConfig
-from job.execution import model_for
 from job.input.data_files import input_relpath, list_data_files
 from job.input.plan import InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
@@ -72,16 +73,21 @@ class PreparedJob:
         return dataclasses.replace(self.to_write, files=tuple(f for f in self.to_write.files if f.rows > 0))
 
 
-def prepare_job(config: JobConfig) -> PreparedJob:
+def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> PreparedJob:
     """Validate everything the job needs; raise JobError/StorageError/WeightsError otherwise.
 
-    The returned job holds the output's lease (renewed in a thread): close ``job.holding`` to
-    release it. If preparing fails after taking the lease, the lease is released here.
+    ``described``: the model's description (``job.execution.model_for``), which the driver runs
+    beside this listing; asked for before the output is touched, so a refusal of the model (which
+    wins over the input's) leaves the output as it was. The returned job holds the output's lease
+    (renewed in a thread): close ``job.holding`` to release it. If preparing fails after taking the
+    lease, the lease is released here.
     """
     config = _with_defaults(config)
-    model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
-    source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
-    listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched
+    try:
+        source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
+        listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched
+    finally:
+        model = described()  # raises the model's refusal, if any, in place of the listing's
     require_bucket(output, "--output")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.

@@ -28,8 +28,8 @@ def s3_gone_after_planning(job: ModuleType, bucket: str, s3_env: str, proxy: Fau
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # a dead endpoint is given up on after 2 tries
     prepare_job = prepare.prepare_job
 
-    def prepare_then_fail(config):
-        prepared = prepare_job(config)
+    def prepare_then_fail(config, described):
+        prepared = prepare_job(config, described)
         proxy.fail_from(lambda method, path: method == "GET" and "/images/part-" in path)
         return prepared
 
