@@ -6,10 +6,15 @@ import subprocess
 import sys
 
 import boto3
+import pytest
 
 from runners import ray_job
 from job.cli import run_main
 from tests.common.datasets import write_mixed
+
+# One local Ray for the module (tests/conftest.py): each refusal is decided by the job core before any
+# work, whether the Ray beside it was started for the run or joined.
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 
 def refused(capsys, *argv: str) -> str:
