@@ -1,23 +1,20 @@
-"""A local SparkSession for tests, and the "Ray in a subprocess, then Spark here" pair of runs.
+"""A local SparkSession for tests.
 
-Ray and Spark never share a test process: a module that needs both runs the Ray job as a
-subprocess (``python -m runners.ray_job``) and Spark in-process.
+Ray and Spark never share a test process: a module that needs both runs its Ray jobs in a
+subprocess (``tests.common.ray_runs``) and Spark in-process.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from runners import spark_job
 from runners.spark.udfs import ReadAndClassify
 
 
@@ -34,15 +31,6 @@ def local_spark(task_attempts: int = 1, records_per_batch: int | None = None) ->
         yield spark
     finally:
         spark.stop()
-
-
-def run_ray_then_spark(argv: Sequence[str], out_dir: Path) -> tuple[str, str]:
-    """The same job on Ray (subprocess) and on a local Spark; returns the (ray, spark) output dirs."""
-    ray_out, spark_out = str(out_dir / "ray"), str(out_dir / "spark")
-    subprocess.run([sys.executable, "-m", "runners.ray_job", *argv, "--output", ray_out], check=True)
-    with local_spark():
-        spark_job.main([*argv, "--output", spark_out])
-    return ray_out, spark_out
 
 
 class FailFirstAttemptOfPartition1(ReadAndClassify):

@@ -1,15 +1,14 @@
 """python -m runners.compare end to end: all four engines once on a tiny set, then its report and parity.
 
-The engines run once for the module (each in its own process, as compare runs them); the
-tests read what that run wrote. The parity failure is real: an engine's output altered on
-disk, read back through the manifest like any other output.
+The engines run once for the session (each in its own process, as compare runs them:
+``tests.common.every_engine``, which test_your_model reads too); the tests read what that run
+wrote. The parity failure is real: an engine's output altered on disk, read back through the
+manifest like any other output.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import shutil
 
@@ -25,26 +24,16 @@ from runners import compare
 from runners.compare import report as compare_report
 from runners.compare.parity import check_parity, read_outcomes
 from storage import resolve
-from tests.common.images import bad_images
+from tests.common.every_engine import BATCH, ENGINES, PRICE
 
-ENGINES = ["ray", "spark", "sagemaker", "local"]
-PRICE = 1.006  # $/hour given to every engine
+ENGINES = list(ENGINES)
 RUN_KEYS = {"engine", "images", "errors", "seconds", "images_per_sec", "model_only_images_per_sec", "config", "hardware", "versions"}
 
 
 @pytest.fixture(scope="module")
-def compared(tmp_path_factory):
-    """One compare run: 11 JPEGs and a truncated one in 3 files, batch 8, random weights, embeddings beside predictions."""
-    root = tmp_path_factory.mktemp("compare")
-    rows = [*synthetic_rows(11, "jpeg", (320, 240), seed=3), ("bad-truncated", bad_images()["truncated-jpeg"])]
-    write_dataset(resolve(str(root / "in")), iter(rows), rows_per_file=5)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        comparison = compare.main(["--engines", ",".join(ENGINES), "--input", str(root / "in"), "--weights", "random",
-                                   "--batch-size", "8", "--embeddings", "--report", str(root / "report"), "--stage", "all",
-                                   "--model-only-seconds", "1", "--price-per-hour", ",".join(f"{e}={PRICE}" for e in ENGINES),
-                                   "--engine-args", "ray=--num-cpu-actors 1", "--engine-args", "local=--workers 1"])
-    return comparison, root / "report", printed.getvalue()
+def compared(every_engine):
+    """compare's run: 11 JPEGs and a truncated one in 3 files, batch 8, a 10-class checkpoint, embeddings beside predictions."""
+    return every_engine.comparison, every_engine.report, every_engine.printed
 
 
 def test_one_row_per_engine_taken_from_its_manifest(compared):
@@ -63,7 +52,7 @@ def test_one_row_per_engine_taken_from_its_manifest(compared):
         assert row["dollars_per_million_images"] == pytest.approx(PRICE / (row["images_per_sec"] * 3600) * 1e6, abs=0.01)
         same = {k: v for k, v in row["config"].items() if k != "output"}
         assert same == {k: v for k, v in results["runs"][0]["config"].items() if k != "output"}
-        assert (same["batch_size"], same["precision"], same["weights"]) == (8, "fp32", "random")
+        assert (same["batch_size"], same["precision"], same["weights"]) == (BATCH, "fp32", str(report.parent / "ddp.pt"))
         assert row["hardware"]["cpu_count"] >= 1 and "torch" in row["versions"]
         # Every engine's driver decided the same plan from the same options.
         assert row["execution"] == results["runs"][0]["execution"]
@@ -112,7 +101,7 @@ def test_preprocess_stage_times_the_inputs_decodable_images(compared):
 
 def _alter(output, relabel: str, drop: str, error: str, swap: tuple[str, str]) -> None:
     """Rewrite an output as one Parquet file: one label changed, one row removed, one good row turned into an
-    error, two rows' embeddings swapped (the same labels: random weights give every photo the same class)."""
+    error, two rows' embeddings swapped (their labels stay as they were: only the embeddings disagree)."""
     manifest = json.loads((output / "_SUCCESS.json").read_text())
     paths = [output / name for name in manifest["files"]]
     table = pa.concat_tables([pq.read_table(p) for p in paths])
@@ -141,7 +130,7 @@ def test_an_altered_output_fails_parity_with_examples_and_exit_1(compared, tmp_p
     parity = check_parity({"ray": reference, "local": read_outcomes(str(altered))})
     assert (parity.ok, parity.mismatches, parity.rows) == (False, 5, 12)
     swapped = parity.examples[3:]
-    # Random weights: two photos' features at raw cosine 0.9996; from their mean, far apart.
+    # A seeded network's features of two photos: close by raw cosine; from their mean, far apart.
     assert [example["id"] for example in swapped] == list(swap) and all(e["centred_cosine"] < 0.9 for e in swapped), swapped
     assert parity.examples[:3] == [
         {"id": relabel, "ray": f"label {reference[relabel].label}", "local": f"label {(reference[relabel].label + 1) % 1000}"},

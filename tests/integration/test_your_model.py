@@ -1,14 +1,15 @@
-"""Your model, your labels, your embeddings (issue 19) on every engine, held against plain torchvision.
+"""Your model, your labels, your embeddings on every engine, held against plain torchvision.
 
 One 10-class fine-tuned ResNet50 checkpoint (DDP-prefixed keys, class names saved beside them),
-five photos and a truncated JPEG in two files. Ray (in a subprocess: Spark runs in this one),
-Spark, SageMaker ``--local`` and the local baseline each run it once for the module with
-embeddings beside the predictions; every engine must give what ``torchvision``'s own
-``resnet50(num_classes=10)`` with the same weights gives on the project's recipe's pixels: the
-same top-1, its name, and the pooled feature (cosine >= 0.999). Then the options that change
-what a row means (other names, another recipe) are refused by ``--resume``, and every bad input
-of the issue is refused in one line, exit 2, with nothing written: the output prefix is not even
-created, and it is created (by the run's lease) before any image is read.
+eleven photos and a truncated JPEG in three files. Ray, Spark, SageMaker ``--local`` and the
+local baseline each run it once for the session with embeddings beside the predictions
+(``tests.common.every_engine``: runners.compare's run, which test_compare reads too); every
+engine must give what ``torchvision``'s own ``resnet50(num_classes=10)`` with the same weights
+gives on the project's recipe's pixels: the same top-1, its name, and the pooled feature (cosine
+>= 0.999). Then the options that change what a row means (other names, another recipe) are
+refused by ``--resume``, and every bad input is refused in one line, exit 2, with nothing
+written: the output prefix is not even created, and it is created (by the run's lease) before
+any image is read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,75 +29,25 @@ from inference.labels import names_sha256
 from job.cli import run_main
 from job.manifest import MANIFEST
 from job.output.parts import read_part_record
-from job.sample.synthetic import synthetic_rows, write_dataset
-from preprocess import preprocess_batch
 from preprocess.recipe import IMAGENET_RECIPE
-from runners import local_job, sagemaker_job, spark_job
+from runners import local_job
 from runners.compare.parity import check_parity, read_outcomes
 from storage import resolve
-from tests.common.checkpoints import fine_tuned_checkpoint, write_checkpoint
+from tests.common.checkpoints import write_checkpoint
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.embeddings import assert_same_features, embeddings_of
-from tests.common.images import bad_images
-from tests.common.spark import local_spark
-
-NAMES = ("Abyssinian", "beagle", "Maine Coon", "shiba inu", "crème brûlée", "pug", "sphynx", "boxer", "tabby", "corgi")
-BAD = {"bad-truncated": "truncated"}
-ENGINES = ("ray", "spark", "sagemaker", "local")
-
-
-@dataclass(frozen=True)
-class Case:
-    root: Path
-    checkpoint: Path
-    ids: list[str]
-    top1: dict[str, int]  # torchvision's top-1 per good id
-    pooled: dict[str, np.ndarray]  # torchvision's pooled feature (2048,) per good id
-
-    def argv(self, output: Path | str, *extra: str) -> list[str]:
-        return ["--input", str(self.root / "in"), "--output", str(output), "--weights", str(self.checkpoint),
-                "--batch-size", "4", *extra]
+from tests.common.every_engine import BAD, ENGINES, NAMES, Case
 
 
 @pytest.fixture(scope="module")
-def case(tmp_path_factory) -> Case:
-    root = tmp_path_factory.mktemp("your-model")
-    reference = fine_tuned_checkpoint(root / "ddp.pt", 10, "ddp", class_names=NAMES)  # plain torchvision, same weights
-    rows = [*synthetic_rows(5, "jpeg", (320, 240), seed=7), ("bad-truncated", bad_images()["truncated-jpeg"])]
-    write_dataset(resolve(str(root / "in")), iter(rows), rows_per_file=3)
-    good = [(i, data) for i, data in rows if i not in BAD]
-    top1, pooled = _torchvision(reference, [data for _, data in good])
-    return Case(root, root / "ddp.pt", [i for i, _ in rows], dict(zip([i for i, _ in good], top1)),
-                dict(zip([i for i, _ in good], pooled)))
-
-
-def _torchvision(module: torch.nn.Module, images: list[bytes]) -> tuple[list[int], list[np.ndarray]]:
-    """Top-1 and pooled feature of torchvision's module on the project's recipe's pixels (ImageNet's, as the checkpoint has none)."""
-    pixels = preprocess_batch(images, IMAGENET_RECIPE).pixels  # (N, 224, 224, 3) uint8
-    mean = torch.tensor(IMAGENET_RECIPE.mean).view(1, 3, 1, 1)
-    std = torch.tensor(IMAGENET_RECIPE.std).view(1, 3, 1, 1)
-    batch = (torch.from_numpy(pixels).permute(0, 3, 1, 2).float() / 255 - mean) / std
-    seen = []
-    hook = module.avgpool.register_forward_hook(lambda _m, _i, out: seen.append(torch.flatten(out, 1)))
-    with torch.inference_mode():
-        logits = module(batch)
-    hook.remove()
-    assert len(set(logits.argmax(1).tolist())) > 1, "the fitted head should tell these images apart"
-    return logits.argmax(1).tolist(), list(seen[0].numpy())
+def case(every_engine) -> Case:
+    return every_engine.case
 
 
 @pytest.fixture(scope="module")
-def outputs(case) -> dict[str, Path]:
+def outputs(every_engine) -> dict[str, Path]:
     """Every engine's output for the checkpoint, with embeddings beside the predictions."""
-    out = {engine: case.root / "out" / engine for engine in ENGINES}
-    ray = subprocess.run([sys.executable, "-m", "runners.ray_job", *case.argv(out["ray"], "--embeddings"), "--address", "local"],
-                         capture_output=True, text=True, timeout=600)
-    assert ray.returncode == 0, ray.stderr[-3000:]
-    with local_spark():
-        spark_job.main(case.argv(out["spark"], "--embeddings", "--partitions", "1"))  # one Python worker loads the model
-    sagemaker_job.main(case.argv(out["sagemaker"], "--embeddings", "--local"))
-    local_job.main(case.argv(out["local"], "--embeddings", "--workers", "0"))
-    return out
+    return {engine: every_engine.output(engine) for engine in ENGINES}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -116,9 +66,9 @@ def test_every_engines_embeddings_are_torchvisions_pooled_feature(case, outputs,
     assert_same_features(embeddings_of(outputs[engine]), case.pooled)
 
 
-def test_the_engines_agree_on_names_and_embeddings(outputs):
+def test_the_engines_agree_on_names_and_embeddings(case, outputs):
     parity = check_parity({engine: read_outcomes(str(path)) for engine, path in outputs.items()})  # runners.compare's check
-    assert parity.ok and parity.mismatches == 0 and parity.rows == 6, parity.examples
+    assert parity.ok and parity.mismatches == 0 and parity.rows == len(case.ids) == 12, parity.examples
     assert parity.min_embedding_cosine >= 0.999
     first = embeddings_of(outputs[ENGINES[0]])
     for engine in ENGINES[1:]:
