@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import importlib.metadata
 
 from job.report import versions
@@ -16,3 +19,10 @@ def test_a_package_without_pip_metadata_reports_its_modules_version(tmp_path, mo
     assert found["bare_engine"] == "3.5.2"
     assert found["no_such_engine"] == "not installed"
     assert found["pyarrow"] == importlib.metadata.version("pyarrow")  # pip's metadata first
+
+
+def test_the_hardware_is_told_without_loading_torch():
+    """Ray's and Spark's drivers never load torch; naming the GPUs must not load it for them."""
+    code = "import sys; from job import report; facts = report.hardware(); assert 'torch' not in sys.modules; print(facts['cpu_count'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and int(done.stdout) >= 1, done.stderr
