@@ -118,6 +118,17 @@ def positive_int(minimum: int = 1) -> Callable[[str], int]:
     return parse
 
 
+def non_negative_seconds(text: str) -> float:
+    """An argparse ``type`` for a duration in seconds, 0 or more, with a message naming the value."""
+    try:
+        value = float(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from e
+    if not value >= 0 or value == float("inf"):  # NaN and infinity too
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
 def _shape(text: str) -> tuple[int, int, int]:
     try:
         height, width, channels = (int(part) for part in text.split(","))
