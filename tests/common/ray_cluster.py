@@ -89,7 +89,10 @@ class LocalCluster:
     @property
     def env(self) -> dict[str, str]:
         """The environment of every node and client: token auth with this cluster's token, no usage stats."""
-        return {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token, "RAY_USAGE_STATS_ENABLED": "0"}
+        # PATH: `python` in a submitted job's entrypoint is this virtualenv's, as in an activated one.
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        return {**os.environ, "PATH": path, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
+                "RAY_USAGE_STATS_ENABLED": "0"}
 
     def __enter__(self) -> LocalCluster:
         self.port, self.dashboard_port, client = free_ports(3)
