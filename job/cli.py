@@ -78,6 +78,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                             "float16 (half that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot "
                             "read; pyarrow and pandas can)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
+    model.add_argument("--batch-timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="a model call past this is retried once, then its rows become error rows naming the limit "
+                            "and the run goes on (default: 600; a healthy batch takes seconds)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")
     model.add_argument("--decode", choices=DECODE_MODES,
