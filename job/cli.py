@@ -78,6 +78,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
                             "float16 (half that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot "
                             "read; pyarrow and pandas can)")
     model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
+    model.add_argument("--batch-timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="a model call past this is retried once, then its rows become error rows naming the limit "
+                            "and the run goes on (default: 600; a healthy batch takes seconds)")
     model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
     model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")
     model.add_argument("--decode", choices=DECODE_MODES,
@@ -116,6 +119,17 @@ def positive_int(minimum: int = 1) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def non_negative_seconds(text: str) -> float:
+    """An argparse ``type`` for a duration in seconds, 0 or more, with a message naming the value."""
+    try:
+        value = float(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from e
+    if not value >= 0 or value == float("inf"):  # NaN and infinity too
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
 
 
 def _shape(text: str) -> tuple[int, int, int]:

@@ -47,6 +47,10 @@ class JobConfig:
     precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
     topk: int | None = None  # length of topk_labels / topk_scores; None: 5, or the class count when smaller
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused as decompression bombs
+    # Seconds one model call may take before it is retried once, then its rows become error rows
+    # (job.stages.Classify). A healthy batch takes seconds: 256 images on a GPU well under one, 32 on
+    # one loaded CPU core about ten; a call past ten minutes is stuck, not slow.
+    batch_timeout: float = 600.0
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
     # On a finished output: run only the input files added or changed since (by size and modification
@@ -75,6 +79,7 @@ class JobConfig:
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         _require(self.topk is None or 1 <= self.topk <= 1000, f"--topk must be between 1 and 1000, got {self.topk}")
         _require(self.max_pixels > 0, f"--max-pixels must be positive, got {self.max_pixels}")
+        _require(0 < self.batch_timeout < float("inf"), f"--batch-timeout must be a positive number of seconds, got {self.batch_timeout}")
         _require(bool(self.image_column), "--image-column must not be empty")
         _require(self.raw_shape is None or (len(self.raw_shape) == 3 and min(self.raw_shape) > 0 and self.raw_shape[2] in (1, 3)),
                  f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")

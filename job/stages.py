@@ -8,6 +8,9 @@
 Both take the run's ``Execution`` (``job.execution``), which the driver decided once: the model
 (weights, class names, recipe), the decode mode, the device, batch size, precision, compile and
 the outputs; neither decides any.
+A model call past ``--batch-timeout`` is retried once, then its rows become error rows naming the
+limit and the night goes on (``Classify``): a stuck call (a kernel that never returns) cannot
+be stopped from Python, so it is left running in its own daemon thread, and the worker moves on.
 Ray wraps each in an actor pool, Spark calls both in one Arrow UDF, SageMaker's handler calls
 both per request, the local baseline calls them in DataLoader workers and the main process.
 State (the model, the decode router) lives in ``__init__``: built once per worker.
@@ -16,6 +19,8 @@ State (the model, the decode router) lives in ``__init__``: built once per worke
 from __future__ import annotations
 
 import functools
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,7 +34,7 @@ from job.errors import DataError, JobError
 from job.execution import Execution
 from job.output.parts import failure_positions, positions, with_position
 from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
-from job.output.rows import prediction_table
+from job.output.rows import error_table, output_schema, prediction_table
 from job.timeline import with_model_time
 from preprocess import preprocess_batch
 from preprocess.split_decode import RoutedBatch, preprocess_routed
@@ -121,6 +126,7 @@ class Classify:
         self.config = config
         self.execution = execution
         model = load_model(execution.model, s3_endpoint_url=config.s3_endpoint_url)  # the model the driver described
+        self.limited = TimeLimited(config.batch_timeout)
         self.predictor = Predictor(model, planned_device(execution, gpu_ids), execution.precision, execution.topk,
                                    predictions=execution.predictions, embeddings=execution.embeddings,
                                    compile=execution.compile, batch_size=execution.batch_size)
@@ -134,14 +140,26 @@ class Classify:
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and
-        the model's time spread over its rows and its end (``job.timeline.with_model_time``: the job's timeline)."""
+        the model's time spread over its rows and its end (``job.timeline.with_model_time``: the job's timeline).
+
+        A call past ``--batch-timeout`` is tried once more; past it again, the rows that would have
+        been predicted get an error naming the limit (rows already in error keep theirs).
+        """
         started = time.perf_counter()
-        if isinstance(batch, SplitBatch):
-            table = self._classify_split(batch.ids, batch.routed)
-        else:
-            table = prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels), self.execution)
+        table = self.limited(lambda: self._predict(batch))
+        if table is None:  # once more: a stall of the node (a GPU reset, a swap storm) may have passed
+            table = self.limited(lambda: self._predict(batch))
+        if table is None:
+            errors = batch.errors if isinstance(batch, PixelBatch) else batch.routed.errors
+            late = f"model call timed out: over --batch-timeout {self.limited.limit_s:g} s, twice"
+            table = error_table(batch.ids, [error or late for error in errors], output_schema(self.execution))
         table = with_model_time(table, time.perf_counter() - started)
         return table if batch.files is None else with_position(table, batch.files, batch.rows)
+
+    def _predict(self, batch: Batch) -> pa.Table:
+        if isinstance(batch, SplitBatch):
+            return self._classify_split(batch.ids, batch.routed)
+        return prediction_table(batch.ids, batch.errors, self.predictor(batch.pixels), self.execution)
 
     def _classify_split(self, ids: Sequence[str], routed: RoutedBatch) -> pa.Table:
         """Decode the JPEGs on the device, join the CPU's pixels, one model call, in the predictor's stream."""
@@ -149,6 +167,55 @@ class Classify:
             images = self.device_stage(routed)
             predictions = self.predictor.predict_images(images.images)
         return prediction_table(ids, images.errors, predictions, self.execution)
+
+
+class TimeLimited:
+    """``limited(call)``: ``call()``, or None when it takes more than ``limit_s`` seconds; its exception is raised here.
+
+    Each calling thread hands its calls to a worker thread of its own, kept from call to call (the
+    predictor keeps one CUDA stream per thread: a new thread a call would make a new stream a
+    batch). Past the limit the call is abandoned, not stopped (Python cannot stop a thread): its
+    daemon thread finishes, or hangs, in the background, and the next call gets a new one.
+    """
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self._workers = threading.local()
+
+    def __call__(self, call: Callable[[], pa.Table]) -> pa.Table | None:
+        worker = getattr(self._workers, "worker", None)
+        if worker is None:
+            worker = self._workers.worker = _Worker()
+        outcome = worker.run(call, self.limit_s)
+        if outcome is None:
+            self._workers.worker = None  # stuck in the call: left behind
+            return None
+        value, error = outcome
+        if error is not None:
+            raise error
+        return value
+
+
+class _Worker:
+    """A daemon thread that runs one call at a time for one calling thread."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="model-call", daemon=True).start()
+
+    def run(self, call: Callable[[], pa.Table], limit_s: float) -> tuple | None:
+        done, outcome = threading.Event(), []
+        self._calls.put((call, done, outcome))
+        return outcome[0] if done.wait(limit_s) else None
+
+    def _serve(self) -> None:
+        while True:
+            call, done, outcome = self._calls.get()
+            try:
+                outcome.append((call(), None))
+            except BaseException as e:  # handed to the calling thread, raised there
+                outcome.append((None, e))
+            done.set()
 
 
 def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> torch.device:

@@ -36,7 +36,7 @@ from runners import require_extra
 require_extra("ray", __name__)  # before ray's import: a missing extra is one line, not a traceback
 import ray  # noqa: E402
 
-from job.cli import positive_int
+from job.cli import non_negative_seconds, positive_int
 from job.config import JobConfig
 from job.driver import commands
 from job.engine import Engine, EngineRun, Job
@@ -46,8 +46,9 @@ from job.output.parts import FILE, PartCollector
 from job.input.plan import InputPlan
 from job.stages import Classify, Preprocess
 from job.timeline import device_seconds_of
+from runners.ray.accelerators import CUDA, Accelerator
 from runners.ray.blocks import batch_of, block_of
-from runners.ray.cluster import RaySession, Scaling, plan_scaling
+from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
 from runners.ray.feedback import BoardReader, poster, start_board
 from runners.ray.placement import placement_summary, record_placement, start_registry
 
@@ -120,8 +121,7 @@ def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> r
         batch_size=scaling.batch_size,
         batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
         compute=scaling.classify_pool(),
-        num_gpus=1 if scaling.gpus else 0,
-        num_cpus=1,
+        **scaling.predictor_resources(),
         fn_constructor_kwargs={"config": job.config, "execution": job.execution, "run_id": job.run_id,
                                "concurrency": scaling.calls_per_predictor},
     )
@@ -147,12 +147,13 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
 
 def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify) -> EngineRun:
     """Run the pipeline on the pending files (``classify``: ``RayClassify``, or a stand-in); job.driver does the rest."""
-    scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files))
+    scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
+                           session.accelerator)
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
     try:
         with session.running():
             collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
-        placement, chosen = placement_summary(helpers[0])
+        placement, chosen = placement_summary(helpers[0], session.accelerator.resource)
     finally:
         for actor in helpers:
             ray.kill(actor)
@@ -161,10 +162,25 @@ def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify
                      predictors=scaling.classify_actors)
 
 
+def start_session(args: argparse.Namespace, accelerator: Accelerator = CUDA) -> RaySession:
+    """The job's Ray: ``--address``, the GPUs ``--num-gpu-actors`` asks for and ``--gpu-wait`` waits for.
+
+    ``accelerator``: the Ray resource a predictor holds (``GPU``; a test without CUDA names its stand-in).
+    """
+    return RaySession(args.address, args.verbose, gpu_actors=args.num_gpu_actors, gpu_wait_s=args.gpu_wait,
+                      accelerator=accelerator)
+
+
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("ray")
-    group.add_argument("--address", help="Ray cluster to join, e.g. ray://head:10001 or auto (default: RAY_ADDRESS, else a local Ray)")
-    group.add_argument("--num-gpu-actors", type=positive_int(), help="predictor actors (default: one per GPU, 1 without GPUs)")
+    group.add_argument("--address", help="Ray cluster to join: its head's host:port, ray://head:10001, or auto (the cluster "
+                                          "`ray start` runs on this machine); the default is RAY_ADDRESS (which `ray job "
+                                          "submit` sets) or else a new local Ray, never a cluster already running here")
+    group.add_argument("--num-gpu-actors", type=positive_int(),
+                       help="predictor actors, one GPU each: the run waits for that many GPUs (asking the autoscaler) "
+                            "and stops if they do not come (default: one per GPU the cluster has, 1 on CPU without GPUs)")
+    group.add_argument("--gpu-wait", type=non_negative_seconds, default=DEFAULT_GPU_WAIT_S, metavar="SECONDS",
+                       help=f"how long --num-gpu-actors waits for its GPUs to join (default: {DEFAULT_GPU_WAIT_S:g})")
     group.add_argument("--num-cpu-actors", type=positive_int(),
                        help="preprocessing actors (default: the cluster's CPUs less one per predictor and one spare)")
 
@@ -172,7 +188,7 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
 ENGINE = Engine(
     name="ray", module="runners.ray_job", description=__doc__.splitlines()[0],
     capabilities=Capabilities(),  # every decode mode; auto adapts through runners.ray.feedback
-    add_arguments=add_ray_arguments, start=lambda args: RaySession(args.address, args.verbose), execute=run_on_ray,
+    add_arguments=add_ray_arguments, start=start_session, execute=run_on_ray,
     packages=("ray",),
     compare_options=("--address", "local"),  # a fresh local Ray, never a cluster that happens to run here
 )

@@ -1,10 +1,13 @@
 """The Ray side of a job: the session it runs in, what its predictors run on, how big each actor pool is.
 
-``RaySession`` starts (or joins) Ray in the main thread while the driver plans the input in
-another (``job.driver.run_job``), says what the predictors will run on (``devices``: the
-cluster's GPUs and their type), and shuts down only a Ray it started. ``plan_scaling`` sizes
-both pools from the cluster: the predictor pool fixed (one actor per GPU), the preprocessing
-pool started at its planned size rather than ramped up from one actor.
+``RaySession`` starts Ray in the main thread while the driver plans the input in another
+(``job.driver.run_job``): it joins the cluster ``--address`` (or ``RAY_ADDRESS``, as ``ray job
+submit`` sets it) names, else starts a new local Ray, never one that ``ray start`` left on the
+machine. It says what the predictors will run on (``devices``: after waiting for the GPUs the run
+asked for, ``runners.ray.accelerators``; the cluster's GPUs and their type), and shuts down only
+a Ray it started. ``plan_scaling`` sizes both pools from the cluster: the predictor pool fixed
+(one actor per GPU), the preprocessing pool started at its planned size rather than ramped up
+from one actor.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from job.errors import JobError
 from job.execution import Devices
 from job.lease.reaper import Reaper
 from runners.ray import quiet
+from runners.ray.accelerators import CUDA, Accelerator, describe_cluster, wait_for, withdraw_request
 from storage import StorageError
 
 T = TypeVar("T")
 ACCELERATOR_TYPE = "accelerator_type:"  # Ray's resource naming each node's GPU type, e.g. accelerator_type:H100
 RESERVED_CPUS = 1  # CPUs left free for the driver, which writes the parts
+LOCAL = "local"  # ray.init's address for a new local Ray
+DEFAULT_GPU_WAIT_S = 600.0  # --gpu-wait: long enough for a cloud GPU node to boot and join
 # The last line of a traceback our own user-fixable error ended, as Ray quotes it.
 _WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.MULTILINE)
 
@@ -36,13 +42,22 @@ _WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.M
 class RaySession:
     """``with RaySession(address):`` Ray for this job: a notebook's or test's, a cluster, or a new local one.
 
-    ``verbose``: Ray's own lines as Ray prints them; otherwise quiet (``runners.ray.quiet``).
+    ``address``: the cluster to join; None: ``RAY_ADDRESS``, else a new local Ray. ``verbose``:
+    Ray's own lines as Ray prints them; otherwise quiet (``runners.ray.quiet``). ``gpu_actors``:
+    the predictors the user asked to run on ``accelerator`` (``--num-gpu-actors``), waited for up
+    to ``gpu_wait_s`` seconds; None: whatever the cluster has (CPU without GPUs).
     """
 
-    def __init__(self, address: str | None, verbose: bool = False) -> None:
+    def __init__(self, address: str | None, verbose: bool = False, *, gpu_actors: int | None = None,
+                 gpu_wait_s: float = DEFAULT_GPU_WAIT_S, accelerator: Accelerator = CUDA) -> None:
         self.address = address
+        self.target = address or os.environ.get("RAY_ADDRESS") or LOCAL
         self.verbose = verbose
+        self.gpu_actors = gpu_actors
+        self.gpu_wait_s = gpu_wait_s
+        self.accelerator = accelerator
         self.owned = False
+        self.requested = False  # whether this run asked the autoscaler for accelerators (withdrawn at exit)
         self.reaper: Reaper | None = None
         self.quiet = ExitStack()
 
@@ -53,11 +68,11 @@ class RaySession:
             self.reaper = Reaper.start()
             try:
                 with nullcontext() if self.verbose else quiet.quiet_auth_notice():
-                    ray.init(address=self.address, logging_level="INFO" if self.verbose else "WARNING",
+                    ray.init(address=self.target, logging_level="INFO" if self.verbose else "WARNING",
                              log_to_driver=self.verbose)
             except ConnectionError as e:  # --address auto (or RAY_ADDRESS) with no cluster there
                 self._stop_reaper()
-                where = self.address or os.environ.get("RAY_ADDRESS")
+                where = self.target
                 raise JobError(f"--address {where}: no Ray cluster to join ({str(e).splitlines()[0]}); start one with "
                                "`ray start --head`, or drop --address (and RAY_ADDRESS) to run on a local Ray") from e
             except BaseException:
@@ -74,6 +89,8 @@ class RaySession:
 
     def __exit__(self, *exc: object) -> None:
         self.quiet.close()
+        if self.requested:
+            withdraw_request()
         if self.owned:
             ray.shutdown()
             self._stop_reaper()
@@ -83,14 +100,28 @@ class RaySession:
             self.reaper.stop()
 
     def devices(self) -> Devices:
-        """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        if not gpus:
+        """Says which cluster the run is on; then, once the GPUs asked for came, the cluster's GPUs
+        (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
+        print(f"ray: {self._which()} ({describe_cluster(self.accelerator)})", file=sys.stderr, flush=True)
+        if self.gpu_actors:
+            can_grow = not (self.owned and self.target == LOCAL)
+            self.requested = can_grow and self.accelerator.count() < self.gpu_actors
+            wait_for(self.accelerator, self.gpu_actors, self.gpu_wait_s, can_grow=can_grow)
+        if not self.accelerator.count():
             return Devices("cpu")
+        if not self.accelerator.is_gpu:
+            return Devices(self.accelerator.device)
+        resources = ray.cluster_resources()
         kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
         # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
         return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
+
+    def _which(self) -> str:
+        """``started a local Ray at ...``, ``joined the Ray cluster at ...``, or a Ray this process had already."""
+        where = self.target if self.target.startswith("ray://") else ray.get_runtime_context().gcs_address
+        if not self.owned:
+            return f"on the Ray this process had already started, at {where}"
+        return f"started a new local Ray at {where}" if self.target == LOCAL else f"joined the Ray cluster at {where}"
 
     @staticmethod
     def unwrap_errors(run: Callable[[], T]) -> T:
@@ -122,6 +153,15 @@ class Scaling:
     preprocess_actors: int  # the preprocessing pool's maximum
     preprocess_initial: int  # ... and the size it starts at
     batch_size: int
+    accelerator: str = CUDA.resource  # the Ray resource each predictor holds one of, when ``gpus``
+
+    def predictor_resources(self) -> dict:
+        """``map_batches``'s resource arguments for one predictor actor: a CPU, and its GPU (or the stand-in resource)."""
+        if not self.gpus:
+            return {"num_cpus": 1}
+        if self.accelerator == CUDA.resource:
+            return {"num_cpus": 1, "num_gpus": 1}
+        return {"num_cpus": 1, "resources": {self.accelerator: 1}}
 
     @property
     def calls_per_predictor(self) -> int:
@@ -148,10 +188,11 @@ class Scaling:
         return dataclasses.asdict(self)
 
 
-def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int) -> Scaling:
+def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int,
+                 accelerator: Accelerator = CUDA) -> Scaling:
     """Size both actor pools from the cluster (or the options) and the number of input files."""
     resources, available = ray.cluster_resources(), ray.available_resources()
-    gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+    gpus, cpus = int(resources.get(accelerator.resource, 0)), int(resources.get("CPU", 1))
     classify = gpu_actors or max(gpus, 1)
     # A file is the unit of work: a decoder more than there are files would only idle.
     preprocess = min(cpu_actors or max(1, cpus - classify - RESERVED_CPUS), max(files, 1))
@@ -159,4 +200,4 @@ def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None
     initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
     if gpus == 0:
         print(f"no GPU in the Ray cluster: the predictor runs on CPU ({classify} actor)", file=sys.stderr)
-    return Scaling(gpus, classify, preprocess, initial, batch_size)
+    return Scaling(gpus, classify, preprocess, initial, batch_size, accelerator.resource)

@@ -39,9 +39,12 @@ def record_placement(run_id: str, stage: str, **facts: object) -> None:
     ray.get(registry.record.remote(stage, ray.get_runtime_context().get_node_id(), facts))
 
 
-def placement_summary(registry: ray.actor.ActorHandle) -> tuple[dict[str, list[dict]], dict[str, dict[str, list]]]:
-    """For the manifest: {stage: [{"node_id", "node_gpus", "actors"}]}, and {stage: {fact: its distinct values}}."""
-    gpus = {node["NodeID"]: node["Resources"].get("GPU", 0) for node in ray.nodes()}
+def placement_summary(registry: ray.actor.ActorHandle, accelerator: str = "GPU") -> tuple[dict[str, list[dict]], dict[str, dict[str, list]]]:
+    """For the manifest: {stage: [{"node_id", "node_gpus", "actors"}]}, and {stage: {fact: its distinct values}}.
+
+    ``node_gpus`` counts the node's ``accelerator`` resource: its GPUs, or the resource that stands for them.
+    """
+    gpus = {node["NodeID"]: node["Resources"].get(accelerator, 0) for node in ray.nodes()}
     nodes, facts = ray.get(registry.snapshot.remote())
     placement = {
         stage: [{"node_id": node, "node_gpus": gpus.get(node, 0), "actors": count} for node, count in Counter(ids).items()]

@@ -6,6 +6,9 @@ Ray pickles these by reference: its workers import them from this module.
 from __future__ import annotations
 
 import dataclasses
+import time
+
+import torch
 
 from job.config import JobConfig
 from job.execution import Execution
@@ -21,3 +24,30 @@ class PredictorOnCpu(RayClassify):
 
     def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
         super().__init__(config, dataclasses.replace(execution, device="cpu"), run_id, concurrency)
+
+
+class PredictorThatHangs(RayClassify):
+    """``RayClassify`` whose model hangs (sleeps ``HANG_S``) on any batch holding a flat image (one colour throughout).
+
+    A real hang, in the model's forward on the actor's thread, as a kernel that never returns:
+    nothing of the stage around it is replaced.
+    """
+
+    HANG_S = 60.0
+
+    def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
+        super().__init__(config, execution, run_id, concurrency)
+        predictor = self.classify.predictor
+        predictor._model = _HangsOnFlatImages(predictor._model, self.HANG_S)
+
+
+class _HangsOnFlatImages(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, hang_s: float) -> None:
+        super().__init__()
+        self.model, self.hang_s = model, hang_s
+
+    def forward(self, batch: torch.Tensor):
+        pixels = batch.flatten(2)  # (N, C, H*W): flat when every channel holds one value
+        if bool((pixels.amax(dim=2) == pixels.amin(dim=2)).all(dim=1).any()):
+            time.sleep(self.hang_s)
+        return self.model(batch)

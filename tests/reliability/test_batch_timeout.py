@@ -1,0 +1,50 @@
+"""A model call that hangs: past --batch-timeout it is retried once, then its rows become error rows and the night goes on.
+
+The hang is real: a predictor whose model sleeps in its forward on a batch holding a flat image
+(``tests.common.ray_standins.PredictorThatHangs``), on a real local Ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import time
+
+import pytest
+from PIL import Image
+
+from job import driver
+from runners import ray_job
+from storage import resolve
+from tests.common.contract import read_output
+from job.sample.synthetic import synthetic_rows, write_dataset
+from tests.common.ray_standins import PredictorThatHangs
+
+pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
+
+
+def flat_png() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (64, 48), (90, 120, 150)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_a_hanging_batch_becomes_error_rows_and_the_run_goes_on(tmp_path, capsys):
+    rows = [*synthetic_rows(3, "jpeg", (96, 72), seed=2), ("hangs", flat_png())]
+    write_dataset(resolve(str(tmp_path / "in")), iter(rows), 2)
+    engine = dataclasses.replace(ray_job.ENGINE, execute=lambda job, session, args: ray_job.run_on_ray(
+        job, session, args, PredictorThatHangs))
+    began = time.monotonic()
+    manifest = driver.main(engine, ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random",
+                                    "--batch-size", "1", "--batch-timeout", "2"])
+    # Two tries of 2 s each, not the model's 60 s sleep: the run did not wait for the hung call.
+    assert time.monotonic() - began < PredictorThatHangs.HANG_S
+    out, written = read_output(str(tmp_path / "out"))
+    by_id = {row["id"]: row for row in out}
+    assert sorted(by_id) == sorted(i for i, _ in rows) and len(out) == len(rows)
+    assert by_id["hangs"]["error"] == "model call timed out: over --batch-timeout 2 s, twice"
+    assert by_id["hangs"]["label"] is None
+    assert all(by_id[i]["error"] is None and by_id[i]["label"] is not None for i, _ in rows[:3])
+    assert written["counts"] == {"rows_in": 4, "rows_out": 4, "predicted": 3, "errored": 1}
+    assert written["config"]["batch_timeout"] == 2
+    assert "model call timed out: over --batch-timeout 2 s, twice" in capsys.readouterr().out
