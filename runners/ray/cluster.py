@@ -69,7 +69,7 @@ class RaySession:
             try:
                 with nullcontext() if self.verbose else quiet.quiet_auth_notice():
                     ray.init(address=self.target, logging_level="INFO" if self.verbose else "WARNING",
-                             log_to_driver=self.verbose)
+                             log_to_driver=self.verbose, **self._local_options())
             except ConnectionError as e:  # --address auto (or RAY_ADDRESS) with no cluster there
                 self._stop_reaper()
                 where = self.target
@@ -115,6 +115,11 @@ class RaySession:
         kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
         # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
         return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
+
+    def _local_options(self) -> dict:
+        """A new local Ray starts its dashboard (with ray[default]) only for --verbose: it costs the run's start-up
+        a few seconds and a few hundred MB, for a page nobody opens on a sample run. A cluster keeps its own."""
+        return {"include_dashboard": self.verbose} if self.target == LOCAL else {}
 
     def _which(self) -> str:
         """``started a local Ray at ...``, ``joined the Ray cluster at ...``, or a Ray this process had already."""
