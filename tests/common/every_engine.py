@@ -71,6 +71,7 @@ def run_every_engine(root: Path) -> EveryEngine:
     """compare over the case: every engine in its own process, batch 8, embeddings, the preprocess stage timed too."""
     from runners import compare
 
+    root.mkdir(parents=True, exist_ok=True)
     case = write_case(root)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):

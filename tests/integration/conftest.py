@@ -1,13 +1,35 @@
-"""Fixtures the integration modules share across the session."""
+"""Fixtures the integration modules share across the session, and across pytest-xdist's workers."""
 
 from __future__ import annotations
 
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
 import pytest
+from filelock import FileLock
 
 from tests.common.every_engine import EveryEngine, run_every_engine
+
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
 def every_engine(tmp_path_factory) -> EveryEngine:
     """All four engines once over one checkpoint and one input (tests.common.every_engine)."""
-    return run_every_engine(tmp_path_factory.mktemp("every-engine"))
+    return once_per_run(tmp_path_factory, "every-engine", run_every_engine)
+
+
+def once_per_run(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:
+    """``make(a new folder)``, once for the whole pytest run: under pytest-xdist the first worker to ask makes
+    it (the others wait on a lock) and the others read its pickled result, so the engines run once, not once a worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return make(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # the one folder every worker's base temp lies in
+    made = shared / f"{name}.pickle"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not made.exists():
+            made.write_bytes(pickle.dumps(make(shared / name)))
+    return pickle.loads(made.read_bytes())

@@ -24,7 +24,7 @@ from runners import compare
 from runners.compare import report as compare_report
 from runners.compare.parity import check_parity, read_outcomes
 from storage import resolve
-from tests.common.every_engine import BATCH, ENGINES, PRICE
+from tests.common.every_engine import BATCH, ENGINES, NAMES, PRICE
 
 ENGINES = list(ENGINES)
 RUN_KEYS = {"engine", "images", "errors", "seconds", "images_per_sec", "model_only_images_per_sec", "config", "hardware", "versions"}
@@ -109,7 +109,8 @@ def _alter(output, relabel: str, drop: str, error: str, swap: tuple[str, str]) -
     embeddings = {row["id"]: row["embedding"] for row in rows}
     for row in rows:
         if row["id"] == relabel:
-            row["label"] = (row["label"] + 1) % 1000
+            row["label"] = (row["label"] + 1) % len(NAMES)
+            row["label_name"] = NAMES[row["label"]]
         if row["id"] == error:
             row.update(label=None, score=None, topk_labels=None, topk_scores=None, embedding=None, error="injected")
         if row["id"] in swap:
@@ -132,17 +133,23 @@ def test_an_altered_output_fails_parity_with_examples_and_exit_1(compared, tmp_p
     swapped = parity.examples[3:]
     # A seeded network's features of two photos: close by raw cosine; from their mean, far apart.
     assert [example["id"] for example in swapped] == list(swap) and all(e["centred_cosine"] < 0.9 for e in swapped), swapped
+    relabelled = (reference[relabel].label + 1) % len(NAMES)
     assert parity.examples[:3] == [
-        {"id": relabel, "ray": f"label {reference[relabel].label}", "local": f"label {(reference[relabel].label + 1) % 1000}"},
-        {"id": drop, "ray": f"label {reference[drop].label}", "local": "missing"},
-        {"id": error, "ray": f"label {reference[error].label}", "local": "error: injected"},
+        {"id": relabel, "ray": _named(reference[relabel].label), "local": _named(relabelled)},
+        {"id": drop, "ray": _named(reference[drop].label), "local": "missing"},
+        {"id": error, "ray": _named(reference[error].label), "local": "error: injected"},
     ]
     results = {**comparison.results, "parity": dataclasses.asdict(parity)}
     compare_report.write_report(str(tmp_path), results)
     assert compare.Comparison(results, str(tmp_path)).exit_code == 1
     markdown = (tmp_path / "results.md").read_text()
-    assert "Parity: FAILED. 5 of 12 ids disagree" in markdown and f"| {drop} | label {reference[drop].label} | missing |" in markdown
+    assert "Parity: FAILED. 5 of 12 ids disagree" in markdown and f"| {drop} | {_named(reference[drop].label)} | missing |" in markdown
     assert json.loads((tmp_path / "results.json").read_text())["parity"]["ok"] is False
+
+
+def _named(label: int) -> str:
+    """How parity shows a label of the checkpoint's: ``label 4 (crème brûlée)``."""
+    return f"label {label} ({NAMES[label]})"
 
 
 def test_a_failed_engine_fails_its_row_and_the_run(tmp_path, capfd):
