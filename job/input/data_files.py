@@ -44,14 +44,18 @@ class FileIdentity:
 
     size: int  # bytes
     mtime_ns: int | None  # local mtime, or S3's LastModified; None where the store gives none
+    # A group of image objects (job.input.object_groups): the digest of its members' keys, sizes and
+    # mtimes, which a total size and a newest mtime alone would not tell apart. None for a file.
+    members: str | None = None
 
     def to_dict(self) -> dict:
-        return {"size": self.size, "mtime_ns": self.mtime_ns}
+        members = {"members": self.members} if self.members is not None else {}
+        return {"size": self.size, "mtime_ns": self.mtime_ns, **members}
 
     @classmethod
     def from_dict(cls, data: dict | None) -> FileIdentity | None:
         """``to_dict``'s inverse, as a part's footer records it; None: a part written without one."""
-        return cls(data["size"], data["mtime_ns"]) if data is not None else None
+        return cls(data["size"], data["mtime_ns"], data.get("members")) if data is not None else None
 
 
 def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> bool:
@@ -84,7 +88,8 @@ def list_data_files(location: Location) -> dict[str, FileIdentity]:
     files = {i.path: _identity(i) for i in sorted(infos, key=lambda i: i.path)
              if i.type == pafs.FileType.File and is_data_file(relative[i.path])}
     if not files:
-        raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input")
+        raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input (Parquet files, or image "
+                       "objects named *.jpg, *.png, *.webp, ...)")
     return files
 
 
