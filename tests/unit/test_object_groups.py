@@ -1,0 +1,94 @@
+"""Image objects as input, without an engine: groups stable under inserts and deletes, the prefix's kind, the reader's error rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from job.errors import JobError
+from job.input import objects
+from job.input.data_files import FileIdentity, list_data_files
+from job.input.object_groups import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
+from job.input.objects import READ_ERROR, is_image_prefix, read_objects
+from storage import resolve
+
+
+def listing(keys, mtime: int = 1) -> dict[str, FileIdentity]:
+    return {key: FileIdentity(100, mtime) for key in keys}
+
+
+KEYS = [f"photos/2026/{i:06d}.jpg" for i in range(20_000)]
+
+
+def identities(keys, per_part: int = 64) -> dict[str, FileIdentity]:
+    return {g.name: g.identity for g in group_objects(listing(keys), per_part)}
+
+
+def test_groups_hold_about_the_expected_size_and_never_more_than_the_maximum():
+    groups = group_objects(listing(KEYS), 64)
+    sizes = [len(g.members) for g in groups]
+    assert sum(sizes) == len(KEYS) and [k for g in groups for k, _ in g.members] == sorted(KEYS)
+    assert 64 * 0.8 < len(KEYS) / len(groups) < 64 * 1.2 and max(sizes) <= 64 * MAX_PER_PART_FACTOR
+
+
+def test_one_object_added_or_removed_changes_one_or_two_groups_not_every_later_one():
+    before = identities(KEYS)
+    inner = next(k for k in KEYS[1000:] if not starts_group(k, 64))
+    boundary = next(k for k in KEYS[1000:] if starts_group(k, 64))
+    for keys in ([*KEYS, "photos/2026/000500a.jpg"], [k for k in KEYS if k != inner], [k for k in KEYS if k != boundary]):
+        after = identities(keys)
+        changed = {name for name in {*before, *after} if before.get(name) != after.get(name)}
+        assert 1 <= len(changed) <= 2, changed
+
+
+def test_a_key_sorted_first_does_not_rename_the_leading_group():
+    keys = [k for k in KEYS[:500]]
+    first = next(k for k in keys if not starts_group(k, 64))
+    groups = group_objects(listing(keys[keys.index(first):]), 64)
+    grown = group_objects(listing(["photos/0.jpg", *keys[keys.index(first):]]), 64)
+    assert groups[0].name == grown[0].name == LEADING and [g.name for g in groups] == [g.name for g in grown]
+
+
+def test_a_rewritten_object_changes_its_groups_identity_alone():
+    rewritten = {**listing(KEYS), KEYS[7000]: FileIdentity(100, 2)}  # same size, new mtime
+    after = {g.name: g.identity for g in group_objects(rewritten, 64)}
+    before = identities(KEYS)
+    assert len({name for name in before if before[name] != after[name]}) == 1
+
+
+def write(folder, names):
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"\xff\xd8\xff" + name.encode())
+
+
+def test_a_prefix_is_images_by_names_parquet_alone_stays_parquet_and_mixed_is_refused(tmp_path):
+    write(tmp_path / "images", ["a.JPG", "b/c.png", "notes"])
+    write(tmp_path / "tables", ["part-0.parquet"])
+    write(tmp_path / "mixed", ["part-0.parquet", "x/a.webp"])
+    for name, expected in (("images", True), ("tables", False)):
+        location = resolve(str(tmp_path / name))
+        assert is_image_prefix(location, list_data_files(location)) is expected
+    location = resolve(str(tmp_path / "mixed"))
+    with pytest.raises(JobError, match=r"holds both Parquet files .*part-0.parquet\) and image files .*a.webp\); point --input"):
+        is_image_prefix(location, list_data_files(location))
+
+
+def test_an_empty_prefix_is_refused_in_one_line(tmp_path):
+    with pytest.raises(JobError, match="no Parquet files under this prefix; check --input") as refusal:
+        list_data_files(resolve(str(tmp_path)))
+    assert "\n" not in str(refusal.value)
+
+
+def test_unreadable_and_oversized_objects_are_error_rows_and_the_group_goes_on(tmp_path, monkeypatch):
+    write(tmp_path, ["a.jpg", "big.jpg", "g.jpg", "z.jpg"])
+    location = resolve(str(tmp_path))
+    members = tuple((str(tmp_path / n), (tmp_path / n).stat().st_size) for n in ["a.jpg", "big.jpg", "g.jpg", "z.jpg"])
+    (tmp_path / "g.jpg").unlink()
+    monkeypatch.setattr(objects, "MAX_OBJECT_BYTES", members[0][1])  # big.jpg is 2 bytes longer than the others
+    batches = list(read_objects(location, members, "image", batch_rows=3))
+    ids = [i for batch_ids, _ in batches for i in batch_ids]
+    records = [r for _, batch in batches for r in batch.to_pylist()]
+    assert ids == ["a.jpg", "big.jpg", "g.jpg", "z.jpg"] and [len(b) for _, b in batches] == [3, 1]
+    assert records[0] == {"image": b"\xff\xd8\xffa.jpg", READ_ERROR: None} and records[3]["image"] == b"\xff\xd8\xffz.jpg"
+    assert records[1]["image"] is None and records[1][READ_ERROR].startswith(f"object too large: {tmp_path}/big.jpg is 10 bytes")
+    assert records[2]["image"] is None and records[2][READ_ERROR].startswith(f"object gone: {tmp_path}/g.jpg was deleted")
