@@ -1,4 +1,4 @@
-"""Image objects as --input on Spark: a local folder and the S3 server, one Spark session for the module."""
+"""Image objects as --input on Spark, on the S3 server (the local engine covers a local folder too), one Spark session."""
 
 from __future__ import annotations
 
@@ -15,6 +15,5 @@ def spark():
         yield session
 
 
-def test_objects_run_as_they_lie_and_a_night_redoes_only_their_groups(data_root):
-    root, endpoint = data_root
-    scenarios.objects_run_as_they_lie_and_a_night_redoes_only_their_groups(spark_job.main, root, endpoint)
+def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_bucket, s3_env):
+    scenarios.objects_run_as_they_lie_and_a_night_redoes_only_their_groups(spark_job.main, f"s3://{s3_bucket}", s3_env)
