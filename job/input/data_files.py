@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from job.errors import JobError
+from job.input.listing import list_tree
 from storage import Location, require_bucket, storage_errors
 
 COMPANION_SUFFIXES = (".crc", ".json")  # checksums and writers' metadata, never Parquet data
@@ -69,7 +70,12 @@ def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> boo
 def input_relpath(input_root: str, path: str) -> str:
     """An input file's path relative to the input prefix (its name when the input is one file): how a part, the
     table's snapshot and positional ids name the file, the same on every run."""
-    return posixpath.relpath(path, input_root) if path != input_root else posixpath.basename(path)
+    if path == input_root:
+        return posixpath.basename(path)
+    folder = input_root.rstrip("/") + "/"
+    # Listed paths are normal (no "..", no "//"): a slice gives what relpath would, at a tenth of its cost,
+    # which 10 million objects' ids notice.
+    return path[len(folder):] if path.startswith(folder) else posixpath.relpath(path, input_root)
 
 
 def list_data_files(location: Location) -> dict[str, FileIdentity]:
@@ -81,8 +87,8 @@ def list_data_files(location: Location) -> dict[str, FileIdentity]:
         if info.type == pafs.FileType.NotFound:
             require_bucket(location, "--input")
             raise JobError(f"{location.uri}: no such file or prefix; check --input")
-        infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))
-    relative = {i.path: posixpath.relpath(i.path, location.path) for i in infos}
+        infos = list_tree(location.filesystem, location.path)  # in parallel by common prefix (job.input.listing)
+    relative = {i.path: input_relpath(location.path, i.path) for i in infos}
     _refuse_table_logs(location, relative.values())
     _refuse_dangling_links(location)
     files = {i.path: _identity(i) for i in sorted(infos, key=lambda i: i.path)
