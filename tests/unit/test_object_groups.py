@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import pyarrow.fs as pafs
 import pytest
 
 from job.errors import JobError
-from job.input import objects
+from job.input import listing, objects
 from job.input.data_files import FileIdentity, list_data_files
 from job.input.object_groups import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
 from job.input.objects import READ_ERROR, is_image_prefix, read_objects
 from storage import resolve
 
 
-def listing(keys, mtime: int = 1) -> dict[str, FileIdentity]:
+def listed(keys, mtime: int = 1) -> dict[str, FileIdentity]:
     return {key: FileIdentity(100, mtime) for key in keys}
 
 
@@ -20,11 +21,11 @@ KEYS = [f"photos/2026/{i:06d}.jpg" for i in range(20_000)]
 
 
 def identities(keys, per_part: int = 64) -> dict[str, FileIdentity]:
-    return {g.name: g.identity for g in group_objects(listing(keys), per_part)}
+    return {g.name: g.identity for g in group_objects(listed(keys), per_part)}
 
 
 def test_groups_hold_about_the_expected_size_and_never_more_than_the_maximum():
-    groups = group_objects(listing(KEYS), 64)
+    groups = group_objects(listed(KEYS), 64)
     sizes = [len(g.members) for g in groups]
     assert sum(sizes) == len(KEYS) and [k for g in groups for k, _ in g.members] == sorted(KEYS)
     assert 64 * 0.8 < len(KEYS) / len(groups) < 64 * 1.2 and max(sizes) <= 64 * MAX_PER_PART_FACTOR
@@ -43,13 +44,13 @@ def test_one_object_added_or_removed_changes_one_or_two_groups_not_every_later_o
 def test_a_key_sorted_first_does_not_rename_the_leading_group():
     keys = [k for k in KEYS[:500]]
     first = next(k for k in keys if not starts_group(k, 64))
-    groups = group_objects(listing(keys[keys.index(first):]), 64)
-    grown = group_objects(listing(["photos/0.jpg", *keys[keys.index(first):]]), 64)
+    groups = group_objects(listed(keys[keys.index(first):]), 64)
+    grown = group_objects(listed(["photos/0.jpg", *keys[keys.index(first):]]), 64)
     assert groups[0].name == grown[0].name == LEADING and [g.name for g in groups] == [g.name for g in grown]
 
 
 def test_a_rewritten_object_changes_its_groups_identity_alone():
-    rewritten = {**listing(KEYS), KEYS[7000]: FileIdentity(100, 2)}  # same size, new mtime
+    rewritten = {**listed(KEYS), KEYS[7000]: FileIdentity(100, 2)}  # same size, new mtime
     after = {g.name: g.identity for g in group_objects(rewritten, 64)}
     before = identities(KEYS)
     assert len({name for name in before if before[name] != after[name]}) == 1
@@ -92,3 +93,16 @@ def test_unreadable_and_oversized_objects_are_error_rows_and_the_group_goes_on(t
     assert records[0] == {"image": b"\xff\xd8\xffa.jpg", READ_ERROR: None} and records[3]["image"] == b"\xff\xd8\xffz.jpg"
     assert records[1]["image"] is None and records[1][READ_ERROR].startswith(f"object too large: {tmp_path}/big.jpg is 10 bytes")
     assert records[2]["image"] is None and records[2][READ_ERROR].startswith(f"object gone: {tmp_path}/g.jpg was deleted")
+
+
+def test_the_parallel_listing_finds_what_one_recursive_listing_finds(data_root, monkeypatch):
+    root, endpoint = data_root
+    location = resolve(f"{root}/tree", endpoint)
+    names = [f"{top}/{mid}/{leaf}.jpg" for top in "abc" for mid in ("x", "y/z") for leaf in range(3)] + ["top.jpg", "a/one.jpg"]
+    for name in names:
+        with location.writer(location.join(name)) as out:
+            out.write(b"x")
+    monkeypatch.setattr(listing, "LISTING_THREADS", 4)  # so that it walks two levels before listing in parallel
+    found = {i.path: i.type for i in listing.list_tree(location.filesystem, location.path)}
+    expected = {i.path: i.type for i in location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))}
+    assert found == expected and sum(t == pafs.FileType.File for t in found.values()) == len(names)
