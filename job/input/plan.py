@@ -59,6 +59,11 @@ class InputPlan:
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
 
+    @property
+    def unit(self) -> str:
+        """What its planned units are, in the driver's words: files, or groups of image objects."""
+        return "object groups" if self.files and self.files[0].members is not None else "files"
+
     def columns(self) -> list[str]:
         shape = list(SHAPE_COLUMNS) if self.shape_columns else []
         return [self.image_column, *([self.id_column] if self.id_column else []), *shape]
