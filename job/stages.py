@@ -103,7 +103,8 @@ class Preprocess:
             routed.errors = read_errors(records, routed.errors)
             return SplitBatch(ids, routed, files, rows)
         out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels)
-        return PixelBatch(ids, out.pixels if out.ok.all() else out.pixels[out.ok], read_errors(records, out.errors), files, rows)
+        pixels = out.pixels if out.ok.all() else out.pixels[out.ok]
+        return PixelBatch(ids, pixels, read_errors(records, out.errors), files, rows)
 
     def _raw(self, records: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
         if self.config.raw_shape is not None:

@@ -39,7 +39,8 @@ def list_tree(filesystem: pafs.FileSystem, root: str) -> list[pafs.FileInfo]:
         return infos + _list_all(pool, filesystem, folders, recursive=True)
 
 
-def _list_all(pool: ThreadPoolExecutor, filesystem: pafs.FileSystem, folders: list[str], *, recursive: bool) -> list[pafs.FileInfo]:
+def _list_all(pool: ThreadPoolExecutor, filesystem: pafs.FileSystem, folders: list[str], *,
+              recursive: bool) -> list[pafs.FileInfo]:
     # allow_not_found: the caller found the root; a sub-prefix emptied since is simply no longer there.
     selectors = [pafs.FileSelector(folder, recursive=recursive, allow_not_found=True) for folder in folders]
     return [info for infos in pool.map(filesystem.get_file_info, selectors) for info in infos]

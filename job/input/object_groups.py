@@ -22,7 +22,7 @@ its members' (key, size, modification time): a group whose digest changed is red
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from job.input.data_files import FileIdentity
@@ -42,7 +42,8 @@ class ObjectGroup:
     """A run of sorted objects read and written together: one planned unit, one part."""
 
     name: str  # LEADING, or GROUP_MARK + its first key
-    members: tuple[tuple[str, int], ...]  # (key relative to the prefix, size in bytes), sorted by key
+    start: int  # its first object's index in the sorted keys
+    end: int  # one past its last
     identity: FileIdentity  # total size, newest mtime, and the digest of every member's (key, size, mtime)
 
 
@@ -52,30 +53,23 @@ def starts_group(key: str, per_part: int) -> bool:
     return int.from_bytes(digest, "big") % per_part == 0
 
 
-def group_objects(objects: Mapping[str, FileIdentity], per_part: int = DEFAULT_PER_PART) -> list[ObjectGroup]:
-    """The groups of ``objects`` (key relative to the prefix -> its listed identity), in key order."""
+def group_objects(keys: Sequence[str], identities: Sequence[FileIdentity], per_part: int = DEFAULT_PER_PART) -> list[ObjectGroup]:
+    """The groups of the objects ``keys`` (relative to the prefix, sorted) with their listed ``identities``, in key order."""
     if per_part < 1:
         raise ValueError(f"per_part must be positive, got {per_part}")
     limit = per_part * MAX_PER_PART_FACTOR
-    runs: list[list[str]] = []
-    for key in sorted(objects):
-        if not runs or len(runs[-1]) >= limit or starts_group(key, per_part):
-            runs.append([])
-        runs[-1].append(key)
-    leading = bool(runs) and not starts_group(runs[0][0], per_part)
-    return [_group(keys, objects, leading=leading and index == 0) for index, keys in enumerate(runs)]
+    starts: list[int] = []
+    for index, key in enumerate(keys):
+        if not starts or index - starts[-1] >= limit or starts_group(key, per_part):
+            starts.append(index)
+    leading = bool(keys) and not starts_group(keys[0], per_part)
+    bounds = list(zip(starts, [*starts[1:], len(keys)]))
+    return [ObjectGroup(LEADING if leading and start == 0 else GROUP_MARK + keys[start], start, end,
+                        members_identity(keys[start:end], identities[start:end])) for start, end in bounds]
 
 
-def _group(keys: list[str], objects: Mapping[str, FileIdentity], *, leading: bool) -> ObjectGroup:
-    members = tuple((key, objects[key].size) for key in keys)
-    return ObjectGroup(LEADING if leading else GROUP_MARK + keys[0], members, members_identity(keys, objects))
-
-
-def members_identity(keys: list[str], objects: Mapping[str, FileIdentity]) -> FileIdentity:
+def members_identity(keys: Sequence[str], identities: Sequence[FileIdentity]) -> FileIdentity:
     """One identity for a group: it differs when any member was added, removed, resized or rewritten."""
-    digest = hashlib.sha256()
-    for key in keys:
-        identity = objects[key]
-        digest.update(f"{key}\0{identity.size}\0{identity.mtime_ns}\n".encode())
-    mtimes = [objects[k].mtime_ns for k in keys if objects[k].mtime_ns is not None]
-    return FileIdentity(sum(objects[k].size for k in keys), max(mtimes) if mtimes else None, digest.hexdigest()[:32])
+    digest = hashlib.sha256("\n".join(f"{key}\0{i.size}\0{i.mtime_ns}" for key, i in zip(keys, identities)).encode())
+    mtimes = [i.mtime_ns for i in identities if i.mtime_ns is not None]
+    return FileIdentity(sum(i.size for i in identities), max(mtimes) if mtimes else None, digest.hexdigest()[:32])

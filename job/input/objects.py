@@ -60,13 +60,14 @@ def object_units(location: Location, listing: Mapping[str, FileIdentity], per_pa
 
     ``members``: (path inside the filesystem, size) of each object, in key order.
     """
-    keys = {input_relpath(location.path, path): path for path in listing}
-    if limit is not None:
-        keys = dict(sorted(keys.items())[:limit])
+    paths = sorted(listing)[:limit]  # keys share the prefix: in the paths' order
+    keys = [input_relpath(location.path, path) for path in paths]
+    identities = [listing[path] for path in paths]
     units = []
-    for group in group_objects({key: listing[path] for key, path in keys.items()}, per_part):
-        members = tuple((keys[key], size) for key, size in group.members)
-        ids = pa.array([key for key, _ in group.members], pa.large_string())
+    for group in group_objects(keys, identities, per_part):
+        members = tuple((path, identity.size) for path, identity in zip(paths[group.start : group.end],
+                                                                          identities[group.start : group.end]))
+        ids = pa.array(keys[group.start : group.end], pa.large_string())
         units.append((location.join(group.name), members, group.identity, ids_digest(id_hashes(ids, True)[0])))
     return units
 

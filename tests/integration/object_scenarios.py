@@ -43,7 +43,9 @@ def listed(uri: str, endpoint: str | None) -> dict[str, FileIdentity]:
 
 def groups_of(uri: str, endpoint: str | None) -> dict[str, tuple]:
     """Group name -> (member keys, identity), as the job groups the prefix."""
-    return {g.name: ({k for k, _ in g.members}, g.identity) for g in group_objects(listed(uri, endpoint), PER_PART)}
+    objects = listed(uri, endpoint)
+    keys = sorted(objects)
+    return {g.name: (set(keys[g.start : g.end]), g.identity) for g in group_objects(keys, [objects[k] for k in keys], PER_PART)}
 
 
 def objects_run_as_they_lie_and_a_night_redoes_only_their_groups(main: Main, root: str, endpoint: str | None,

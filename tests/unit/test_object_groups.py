@@ -1,4 +1,5 @@
-"""Image objects as input, without an engine: groups stable under inserts and deletes, the prefix's kind, the reader's error rows."""
+"""Image objects as input, without an engine: groups stable under inserts and deletes, the prefix's kind,
+the parallel listing, the reader's error rows."""
 
 from __future__ import annotations
 
@@ -20,15 +21,20 @@ def listed(keys, mtime: int = 1) -> dict[str, FileIdentity]:
 KEYS = [f"photos/2026/{i:06d}.jpg" for i in range(20_000)]
 
 
+def groups(objects: dict[str, FileIdentity], per_part: int = 64):
+    keys = sorted(objects)
+    return group_objects(keys, [objects[k] for k in keys], per_part)
+
+
 def identities(keys, per_part: int = 64) -> dict[str, FileIdentity]:
-    return {g.name: g.identity for g in group_objects(listed(keys), per_part)}
+    return {g.name: g.identity for g in groups(listed(keys), per_part)}
 
 
 def test_groups_hold_about_the_expected_size_and_never_more_than_the_maximum():
-    groups = group_objects(listed(KEYS), 64)
-    sizes = [len(g.members) for g in groups]
-    assert sum(sizes) == len(KEYS) and [k for g in groups for k, _ in g.members] == sorted(KEYS)
-    assert 64 * 0.8 < len(KEYS) / len(groups) < 64 * 1.2 and max(sizes) <= 64 * MAX_PER_PART_FACTOR
+    cut = groups(listed(KEYS))
+    sizes = [g.end - g.start for g in cut]
+    assert cut[0].start == 0 and cut[-1].end == len(KEYS) and all(a.end == b.start for a, b in zip(cut, cut[1:]))
+    assert 64 * 0.8 < len(KEYS) / len(cut) < 64 * 1.2 and max(sizes) <= 64 * MAX_PER_PART_FACTOR
 
 
 def test_one_object_added_or_removed_changes_one_or_two_groups_not_every_later_one():
@@ -44,14 +50,14 @@ def test_one_object_added_or_removed_changes_one_or_two_groups_not_every_later_o
 def test_a_key_sorted_first_does_not_rename_the_leading_group():
     keys = [k for k in KEYS[:500]]
     first = next(k for k in keys if not starts_group(k, 64))
-    groups = group_objects(listed(keys[keys.index(first):]), 64)
-    grown = group_objects(listed(["photos/0.jpg", *keys[keys.index(first):]]), 64)
-    assert groups[0].name == grown[0].name == LEADING and [g.name for g in groups] == [g.name for g in grown]
+    cut = groups(listed(keys[keys.index(first):]))
+    grown = groups(listed(["photos/0.jpg", *keys[keys.index(first):]]))
+    assert cut[0].name == grown[0].name == LEADING and [g.name for g in cut] == [g.name for g in grown]
 
 
 def test_a_rewritten_object_changes_its_groups_identity_alone():
     rewritten = {**listed(KEYS), KEYS[7000]: FileIdentity(100, 2)}  # same size, new mtime
-    after = {g.name: g.identity for g in group_objects(rewritten, 64)}
+    after = {g.name: g.identity for g in groups(rewritten)}
     before = identities(KEYS)
     assert len({name for name in before if before[name] != after[name]}) == 1
 
