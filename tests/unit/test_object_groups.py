@@ -3,14 +3,18 @@ the parallel listing, the reader's error rows."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow.fs as pafs
 import pytest
 
+from job.config import JobConfig
 from job.errors import JobError
 from job.input import listing, objects
 from job.input.data_files import FileIdentity, list_data_files
 from job.input.object_groups import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
 from job.input.objects import READ_ERROR, is_image_prefix, read_objects
+from job.input.plan import plan_input
 from storage import resolve
 
 
@@ -112,3 +116,16 @@ def test_the_parallel_listing_finds_what_one_recursive_listing_finds(data_root, 
     found = {i.path: i.type for i in listing.list_tree(location.filesystem, location.path)}
     expected = {i.path: i.type for i in location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True))}
     assert found == expected and sum(t == pafs.FileType.File for t in found.values()) == len(names)
+
+
+def test_the_plan_of_an_image_prefix_holds_every_object_once_and_limit_takes_the_first_keys(tmp_path):
+    names = [f"{folder}/img-{i:02d}.jpg" for folder in "ab" for i in range(10)]
+    write(tmp_path / "in", names)
+    location = resolve(str(tmp_path / "in"))
+    config = JobConfig(input=str(tmp_path / "in"), output=str(tmp_path / "out"), objects_per_part=4)
+    plan = plan_input(location, config)
+    keys = [path.removeprefix(f"{tmp_path}/in/") for f in plan.files for path, _ in f.members]
+    assert keys == sorted(names) and plan.rows == 20 and plan.id_column is None and plan.unit == "object groups"
+    assert all(f.rows == len(f.members) and f.identity.members for f in plan.files)
+    limited = plan_input(location, dataclasses.replace(config, limit=3))
+    assert [path for f in limited.files for path, _ in f.members] == [f"{tmp_path}/in/a/img-0{i}.jpg" for i in range(3)]
