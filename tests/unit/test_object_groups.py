@@ -129,3 +129,21 @@ def test_the_plan_of_an_image_prefix_holds_every_object_once_and_limit_takes_the
     assert all(f.rows == len(f.members) and f.identity.members for f in plan.files)
     limited = plan_input(location, dataclasses.replace(config, limit=3))
     assert [path for f in limited.files for path, _ in f.members] == [f"{tmp_path}/in/a/img-0{i}.jpg" for i in range(3)]
+
+
+def test_the_cpu_stage_gives_an_unread_object_its_reason_and_decodes_the_others(tmp_path):
+    from job.execution import Capabilities, Devices, decide, model_for
+    from job.stages import Preprocess
+    from tests.common.images import encoded, photo
+
+    (tmp_path / "ok.jpg").write_bytes(encoded(photo(64, 48)))
+    (tmp_path / "notes.txt").write_bytes(b"not an image")
+    listed_sizes = [(str(tmp_path / n), (tmp_path / n).stat().st_size) for n in ["notes.txt", "ok.jpg"]]
+    members = ((str(tmp_path / "gone.jpg"), 10), *listed_sizes)  # gone.jpg: listed, then deleted before the read
+    config = JobConfig(input=str(tmp_path), output=None, weights="random", crop=32, resize=40)
+    stage = Preprocess(config, decide(config, Capabilities(), Devices("cpu"), 0, model=model_for(config)))
+    (ids, records), = read_objects(resolve(str(tmp_path)), members, "image", batch_rows=8)
+    batch = stage(ids, records)
+    assert batch.ids == ["gone.jpg", "notes.txt", "ok.jpg"] and batch.pixels.shape == (1, 32, 32, 3)
+    assert batch.errors[0].startswith("object gone: ") and batch.errors[1].startswith("undecodable image: ")
+    assert batch.errors[2] is None
