@@ -19,6 +19,7 @@ from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, JobConfig
 from job.errors import DataError, JobError
+from job.input.object_groups import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError
@@ -42,13 +43,17 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     """The options every engine shares; engines add an argument group of their own."""
     parser = _OneLineParser(prog=prog, description=description)
     io = parser.add_argument_group("data")
-    io.add_argument("--input", help="s3://bucket/prefix/ or local path of Parquet files (default: built-in sample)")
+    io.add_argument("--input", help="s3://bucket/prefix/ or local path of Parquet files, or of image objects (*.jpg, *.png, "
+                    "...: one row each, its id the key relative to the prefix) (default: built-in sample)")
     io.add_argument("--output", help="prefix for predictions and _SUCCESS.json (default: a new temp dir)")
     io.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL)")
     io.add_argument("--image-column", default="image", help="column of image bytes or raw pixels (default: image)")
     io.add_argument("--id-column", default="id", help="column of row ids; absent: '<path relative to --input>:<row index>' (default: id)")
     io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
     io.add_argument("--limit", type=int, help="process only the first N images")
+    io.add_argument("--objects-per-part", type=positive_int(), default=DEFAULT_PER_PART,
+                    help=f"an --input of image objects: objects per output part on average, grouped by their keys' "
+                         f"hashes so a night redoes only the groups that changed (default: {DEFAULT_PER_PART})")
     io.add_argument("--skip-id-check", action="store_true",
                     help="for inputs known to be clean: saves one read of the id column, about 0.3 s per million ids "
                          "(a repeated id is then found only after the run)")

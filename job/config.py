@@ -13,6 +13,7 @@ from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from job.errors import JobError
+from job.input.object_groups import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
@@ -42,6 +43,9 @@ class JobConfig:
     # True: trust the ids to be unique and skip reading the id column before the run (about 0.3 s
     # per million text ids); a repeat is then found only by the final check, after the whole run.
     skip_id_check: bool = False
+    # An --input of image objects: objects per part on average (job.input.object_groups), so 10 million
+    # objects make thousands of parts and a night redoes only the groups whose objects changed.
+    objects_per_part: int = DEFAULT_PER_PART
     # None below: decided by the driver's plan for the engine's devices (job.execution.decide).
     batch_size: int | None = None  # images per model call; None: 256 on GPU, 32 on CPU
     precision: str | None = None  # fp32 | fp16 | bf16; None: bf16 on Ampere+, fp16 on older GPUs, fp32 on CPU
@@ -78,6 +82,7 @@ class JobConfig:
         _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         _require(self.topk is None or 1 <= self.topk <= 1000, f"--topk must be between 1 and 1000, got {self.topk}")
+        _require(self.objects_per_part > 0, f"--objects-per-part must be positive, got {self.objects_per_part}")
         _require(self.max_pixels > 0, f"--max-pixels must be positive, got {self.max_pixels}")
         _require(0 < self.batch_timeout < float("inf"), f"--batch-timeout must be a positive number of seconds, got {self.batch_timeout}")
         _require(bool(self.image_column), "--image-column must not be empty")

@@ -150,14 +150,14 @@ def without_engine(prepared: PreparedJob, engine: Engine, started_at: float) -> 
 
 def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
     config, plan, night = prepared.config, prepared.plan, prepared.night
-    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} files), weights: {config.weights} "
+    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} {plan.unit}), weights: {config.weights} "
           f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
           f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume or config.incremental:
         running = len(prepared.to_write.files)
-        removed = f", removing the parts of {len(night.removed)} files gone" if night.removed else ""
+        removed = f", removing the parts of {len(night.removed)} {plan.unit} gone" if night.removed else ""
         flag = "--incremental" if config.incremental else "--resume"
-        print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} files kept, running {running}{removed}",
+        print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{removed}",
               file=sys.stderr)
 
 

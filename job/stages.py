@@ -33,6 +33,7 @@ from job.config import JobConfig
 from job.errors import DataError, JobError
 from job.execution import Execution
 from job.output.parts import failure_positions, positions, with_position
+from job.input.objects import READ_ERROR
 from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.output.rows import error_table, output_schema, prediction_table
 from job.timeline import with_model_time
@@ -104,9 +105,11 @@ class Preprocess:
         cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
         if raw is None and self.router.mode != "cpu":
             routed = preprocess_routed(cells, self.router, self.recipe, max_pixels=self.config.max_pixels)
+            routed.errors = read_errors(records, routed.errors)
             return SplitBatch(ids, routed, files, rows)
         out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels)
-        return PixelBatch(ids, out.pixels if out.ok.all() else out.pixels[out.ok], out.errors, files, rows)
+        pixels = out.pixels if out.ok.all() else out.pixels[out.ok]
+        return PixelBatch(ids, pixels, read_errors(records, out.errors), files, rows)
 
     def _raw(self, records: pa.RecordBatch | pa.Table) -> list[tuple[int, int, int]] | None:
         if self.config.raw_shape is not None:
@@ -233,6 +236,14 @@ def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> to
         raise JobError(f"the run was planned on a GPU, but CUDA is not usable in this worker (torch {torch.__version__}, "
                        f"CUDA build {torch.version.cuda}): install a torch built for this node's CUDA driver, or run without GPUs")
     return device
+
+
+def read_errors(records: pa.RecordBatch | pa.Table, errors: list[str | None]) -> list[str | None]:
+    """``errors``, with why an image object could not be read (``job.input.objects``) in place of its null cell's error."""
+    if READ_ERROR not in records.schema.names:
+        return errors
+    unread = records.column(READ_ERROR).to_pylist()
+    return [why if why is not None else error for why, error in zip(unread, errors)]
 
 
 def image_cells(column: pa.ChunkedArray | pa.Array, *, raw: bool) -> list:

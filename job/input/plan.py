@@ -8,7 +8,8 @@ for the manifest) and applies ``--limit``. The plan is a snapshot of the listing
 while the job runs are not part of it (the next run picks them up). ``read_file`` runs on
 workers: it streams one planned file in record batches with a stable ``id`` per row
 (``read_planned`` adds each batch's position in the file). A file is the unit of work for
-every engine, and the unit of output: one part per input file.
+every engine, and the unit of output: one part per input file. A prefix of image objects
+(``job.input.objects``) is planned as groups of objects, each such a unit, read by ``read_file`` too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.input.data_files import FileIdentity, input_relpath, list_data_files, unchanged
 from job.input.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
 from job.errors import DataError, JobError
+from job.input.objects import is_image_prefix, object_units, read_objects
 from job.input.unique_ids import first_null, null_id_problem
 from storage import Location, storage_errors
 
@@ -40,6 +42,8 @@ class InputFile:
     rows: int  # rows to take from the start of the file (all of them unless --limit cut it)
     identity: FileIdentity | None = None  # the version listed (size, mtime): its part records it; --resume compares
     ids_digest: int | None = None  # its ids' digest from the id check (job.input.unique_ids); the final check compares
+    # A group of image objects (job.input.objects): (path, size) of each, read in this order; None: a Parquet file.
+    members: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ class InputPlan:
     @property
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
+
+    @property
+    def unit(self) -> str:
+        """What its planned units are, in the driver's words: files, or groups of image objects."""
+        return "object groups" if self.files and self.files[0].members is not None else "files"
 
     def columns(self) -> list[str]:
         shape = list(SHAPE_COLUMNS) if self.shape_columns else []
@@ -71,6 +80,8 @@ def plan_input(location: Location, config: JobConfig, covered: Mapping[str, Inpu
     lists before it touches the output, so a missing input never leaves a trace there).
     """
     listing = list_data_files(location) if listing is None else listing
+    if is_image_prefix(location, listing):
+        return _plan_objects(location, config, listing, columns)
     known = covered or {}
     kept = {path: known[path] for path in listing if path in known and unchanged(known[path].identity, listing[path])}
     to_check = [path for path in listing if path not in kept]
@@ -92,6 +103,18 @@ def plan_input(location: Location, config: JobConfig, covered: Mapping[str, Inpu
     return _plan(location, config, files, report.columns or columns)
 
 
+def _plan_objects(location: Location, config: JobConfig, listing: Mapping[str, FileIdentity],
+                  columns: InputColumns | None) -> InputPlan:
+    """A prefix of image objects: every group of objects one planned unit; ids are the keys, so nothing is read."""
+    keys = InputColumns(id_column=None, shape_columns=False, ids_as_text=True)
+    if columns is not None and columns != keys:
+        raise JobError(f"{location.uri}: holds image objects, but the table was made from Parquet files with other "
+                       f"columns ({columns}); pass --overwrite to redo the table from the objects")
+    units = object_units(location, listing, config.objects_per_part, config.limit)
+    files = tuple(InputFile(path, len(members), identity, digest, members) for path, members, identity, digest in units)
+    return _plan(location, config, files, keys)
+
+
 def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], columns: InputColumns) -> InputPlan:
     return InputPlan(location, files, columns.id_column, config.image_column, columns.shape_columns, columns.ids_as_text)
 
@@ -102,6 +125,9 @@ def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tup
     Raises ``DataError`` for what only reading the rows can find: a damaged page (``job.input.damaged``),
     a null id (``--skip-id-check`` where footers have no null counts; ``job.input.dataset_check`` refuses the rest).
     """
+    if file.members is not None:
+        yield from read_objects(plan.location, file.members, plan.image_column, batch_rows)
+        return
     relative, uri = input_relpath(plan.location.path, file.path), plan.location.uri_of(file.path)
     start = 0
     with storage_errors(uri):

@@ -48,15 +48,13 @@ class TableFile:
     removed: bool = False  # --keep-removed: the input file is gone, its part kept
 
     def to_dict(self) -> dict:
-        """As the manifest records it: the identity's size and mtime_ns side by side with the rest."""
+        """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
         identity = self.identity or FileIdentity(0, None)
-        return {"part": self.part, "size": identity.size, "mtime_ns": identity.mtime_ns, "rows": self.rows,
-                "errored": self.errored, "removed": self.removed}
+        return {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored, "removed": self.removed}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
-        return cls(data["part"], FileIdentity(data["size"], data["mtime_ns"]), data["rows"], data["errored"],
-                   data.get("removed", False))
+        return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ into consecutive row ranges whose Parquet bytes fit the cap (encoded images bare
 compress, so the in-memory size is a close guess; a shard that still comes out too big is
 halved). A shard carries ``id`` (our row ids) and the image column (plus per-row shape
 columns for raw pixels). A single image bigger than the cap cannot be sent at all: it
-becomes an error row here, so nothing is lost.
+becomes an error row here, so nothing is lost; so does an image object that could not be read
+(``job.input.objects``: gone since the plan, too large), with the reader's reason.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runners.sagemaker.serving.handler import ID_COLUMN
+from job.input.objects import READ_ERROR
 from job.input.plan import SHAPE_COLUMNS, InputPlan, read_file
 from storage import Location, storage_errors
 
@@ -32,10 +34,10 @@ FOOTER_MARGIN = 64 * 1024
 
 @dataclass
 class FileShards:
-    """What one planned input file became: its shards, and the rows too big to send."""
+    """What one planned input file became: its shards, and the rows it could not send."""
 
     shards: list[str] = field(default_factory=list)  # shard object names, in row order
-    oversized: dict[str, str] = field(default_factory=dict)  # id -> why it could not be sent
+    oversized: dict[str, str] = field(default_factory=dict)  # id -> why it could not be sent (too big, or not read)
 
 
 @dataclass
@@ -70,6 +72,7 @@ def _file_shards(plan: InputPlan, file, cap: int, oversized: dict[str, str]) -> 
     """Tables of consecutive rows of one file, each about ``cap`` bytes or less in memory."""
     budget, pending, size = cap - FOOTER_MARGIN, [], 0
     for ids, records in read_file(plan, file, READ_ROWS):
+        ids, records = _read_rows(ids, records, oversized)
         for row in _rows_that_fit(_shard_table(plan, ids, records), budget, cap, oversized):
             if pending and size + row.nbytes > budget:
                 yield pa.concat_tables(pending)
@@ -78,6 +81,16 @@ def _file_shards(plan: InputPlan, file, cap: int, oversized: dict[str, str]) -> 
             size += row.nbytes
     if pending:
         yield pa.concat_tables(pending)
+
+
+def _read_rows(ids: list[str], records: pa.RecordBatch, unsent: dict[str, str]) -> tuple[list[str], pa.RecordBatch]:
+    """The rows that were read; the image objects that were not go to ``unsent`` with the reader's reason."""
+    if READ_ERROR not in records.schema.names or records.column(READ_ERROR).null_count == records.num_rows:
+        return ids, records
+    reasons = records.column(READ_ERROR).to_pylist()
+    unsent.update({row_id: why for row_id, why in zip(ids, reasons) if why is not None})
+    read = [why is None for why in reasons]
+    return [row_id for row_id, ok in zip(ids, read) if ok], records.filter(pa.array(read))
 
 
 def _rows_that_fit(table: pa.Table, budget: int, cap: int, oversized: dict[str, str]) -> list[pa.Table]:

@@ -53,6 +53,9 @@ CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --row
 BENCH4 = "python -m runners.make_dataset --output /tmp/spark-bench4 --images 128 --rows-per-file 32"
 SM_BENCH = "python -m runners.make_dataset --output /tmp/sm-bench --images 128"
 FAULTS = {"--images 64": "--images 16"}
+PUT_PHOTOS = ("python -c \"import boto3; from tests.common.images import encoded, photo; s3 = boto3.client('s3'); "
+              "[s3.put_object(Bucket='my-bucket', Key=f'photos/2026/11/25/cat-{i:04d}.jpg', Body=encoded(photo(seed=i))) "
+              "for i in range(3)]\"")
 PETS_37 = ("python -c \"from pathlib import Path; from tests.common.checkpoints import fine_tuned_checkpoint; "
            "fine_tuned_checkpoint(Path('pets-37.pt'), 37)\"")
 PETS_TXT = "python -c \"open('pets.txt', 'w').write(''.join(f'breed-{i}\\n' for i in range(37)))\""
@@ -91,7 +94,13 @@ RUNS: dict[str, Run] = {
     "--embeddings only": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet "
     "--incremental": Run(needs=(MY_BUCKET,), small={"/preds/": "/preds-nightly/"}, expect="ray: 12 images", slow=True),
+    # README: image objects as they lie (a few photos the test puts where the user's are).
+    "python -m runners.ray_job --input s3://my-bucket/photos/ --output s3://my-bucket/photo-preds/ --incremental": Run(
+        before=PUT_PHOTOS, expect="ray: 3 images (3 predicted, 0 errors)", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.listing_bench --results benchmarks/results/listing.jsonl": Run(
+        small={"--results benchmarks/results/listing.jsonl": "--local-files 2000 --folders 20 --s3-objects 200 --s3-folders 10 "
+               "--root /tmp/listing_bench --results /tmp/listing.jsonl"}, expect="parallel by common prefix"),
     "python -m benchmarks.incremental_bench --engine ray --files 100 --rows-per-file 8 --results "
     "benchmarks/results/incremental.jsonl": Run(small={"--files 100": "--files 4", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(

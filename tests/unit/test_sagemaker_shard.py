@@ -81,3 +81,16 @@ def test_assembly_keeps_every_row_of_a_shard_without_out(tmp_path):
     assert rows["1"]["label"] == 3 and rows["2"]["error"] is None
     assert "no .out object for shard b.parquet" in rows["3"]["error"] and "HTTP 500: boom" in rows["3"]["error"]
     assert "does not hold one output row per shard row" in rows["4"]["error"] and rows["5"]["error"] == "too big"
+
+
+def test_an_image_object_that_could_not_be_read_is_not_sent_and_keeps_its_reason(tmp_path):
+    os.makedirs(tmp_path / "in")
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        (tmp_path / "in" / name).write_bytes(os.urandom(1000))
+    config = JobConfig(input=str(tmp_path / "in"), output=None, weights="random")
+    plan = plan_input(resolve(config.input), config)
+    os.remove(tmp_path / "in" / "b.jpg")  # gone between the plan and the read
+    sharding = write_shards(plan, resolve(str(tmp_path / "shards")), max_payload_mb=1)
+    sent = pq.read_table([str(tmp_path / "shards" / s) for s in sharding.shards]).column("id").to_pylist()
+    assert sorted(sent) == ["a.jpg", "c.jpg"] and list(sharding.files[0].oversized) == ["b.jpg"]
+    assert sharding.files[0].oversized["b.jpg"].startswith("object gone: ")
