@@ -70,6 +70,10 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
     def _init_like_torchvision(self) -> None:
+        if self.fc.weight.is_meta:
+            # Shapes only (a checkpoint's check, or a module its weights are then assigned to): nothing to draw,
+            # and normal_'s meta kernel imports torch._dynamo and sympy, about 1 s in every predictor's start.
+            return
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
                 nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")

@@ -6,6 +6,9 @@ decides (classes, names, recipe): test_model_spec.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -137,3 +140,12 @@ def test_a_checkpoint_replaced_after_the_driver_described_it_is_refused(checkpoi
     clear_weights_cache()  # as in a worker's process: it reads the file afresh
     with pytest.raises(WeightsError, match="moving.pt changed after the job checked it"):
         load_model(spec)
+
+
+def test_loading_a_checkpoint_imports_no_compiler(checkpoint):
+    """Checking and loading weights builds the network on the meta device: no draw of initial weights, so
+    torch._dynamo and sympy (about 1 s of every predictor's start) are never imported without --compile."""
+    code = ("import sys; from inference import load_model; load_model(sys.argv[1]); "
+            "assert 'torch._dynamo' not in sys.modules and 'sympy' not in sys.modules, 'compiler imported'")
+    done = subprocess.run([sys.executable, "-c", code, str(checkpoint[0])], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
