@@ -33,7 +33,7 @@ from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, require_capable
 from job.finish import finish_job
 from job.manifest import MANIFEST
-from job.output import prefix
+from job.output import formats, prefix
 from job.output.parts import STAGING, Parts, output_options
 from job.output.rows import output_schema
 from job.prepare import PreparedJob
@@ -119,7 +119,9 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution))
+                  output_schema(execution), versioned=config.table_format != "parquet")
+    formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, night.snapshot and night.snapshot.state,
+                          parts.schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:

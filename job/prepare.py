@@ -25,9 +25,10 @@ from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.execution import model_for
 from job.input.data_files import input_relpath, list_data_files
-from job.input.plan import InputPlan, plan_input
+from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
+from job.output.formats import require_format
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import part_name
@@ -49,8 +50,10 @@ class PreparedJob:
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     night: Night  # what this run does to the output (job.output.night)
 
-    def part_name(self, path: str) -> str:
-        return part_name(self.plan.location.path, path)
+    def part_name(self, file: InputFile) -> str:
+        """The part's name of a planned file (``job.output.parts.part_name``; versioned in a table format)."""
+        versioned = self.config.table_format != "parquet" and file.identity is not None
+        return part_name(self.plan.location.path, file.path, file.identity if versioned else None)
 
     def relpath(self, path: str) -> str:
         return input_relpath(self.plan.location.path, path)
@@ -58,7 +61,7 @@ class PreparedJob:
     @cached_property
     def planned(self) -> dict:
         """Every planned input file by its part's name."""
-        return {self.part_name(f.path): f for f in self.plan.files}
+        return {self.part_name(f): f for f in self.plan.files}
 
     @cached_property
     def to_write(self) -> InputPlan:
@@ -90,6 +93,9 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     with ExitStack() as holding:
         holding.enter_context(lease.held())
         held = prefix.read_held(output, read_manifest_too=config.resume or config.incremental)
+        if not config.overwrite:
+            recorded = held.finished.config.get("table_format", "parquet") if held.finished is not None else None
+            require_format(output.uri, config.table_format, held.files, recorded)
         snapshot = held.snapshot if config.incremental or config.resume else None
         unchanged, columns = (unchanged_files(snapshot, source.path), columns_of(snapshot.columns)) if snapshot else (None, None)
         plan = plan_input(source, config, unchanged, columns, listing)
