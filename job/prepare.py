@@ -28,7 +28,7 @@ from job.input.data_files import input_relpath, list_data_files
 from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.formats import require_format
+from job.output.formats import require_format, require_installed
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import part_name
@@ -82,6 +82,7 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     release it. If preparing fails after taking the lease, the lease is released here.
     """
     config = _with_defaults(config)
+    require_installed(config.table_format)
     model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
     source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
     listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched

@@ -28,11 +28,12 @@ def test_delta_and_iceberg_tables_hold_the_parquet_folders_rows(data_root):
     write_night(f"{root}/in", endpoint, 0, 2)
     manifest = table_equals_the_parquet_folder(main, root, endpoint, "delta")
     assert manifest["table"]["version"] == 0 and manifest["config"]["table_format"] == "delta"
+    parquet = predictions(read_output(f"{root}/parquet", endpoint)[0])
+    manifest = table_equals_the_parquet_folder(main, root, endpoint, "iceberg", parquet=parquet)
+    assert manifest["table"]["version"] == 1 and manifest["config"]["table_format"] == "iceberg"
     if endpoint is None:  # the readers users glob the plain folder with: exactly the table's rows
         import duckdb
         import polars
-
-        parquet = predictions(read_output(f"{root}/parquet")[0])
         assert sorted(duckdb.sql(f"select id from read_parquet('{root}/parquet/**/*.parquet')").fetchnumpy()["id"]) == sorted(parquet)
         assert sorted(polars.scan_parquet(f"{root}/parquet/**/*.parquet").collect()["id"].to_list()) == sorted(parquet)
         assert sorted(polars.read_delta(f"{root}/delta")["id"].to_list()) == sorted(parquet)

@@ -19,6 +19,7 @@ so the core install needs neither library:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -29,6 +30,7 @@ from job.errors import JobError
 from storage import Location
 
 FOLDERS = {"delta": "_delta_log", "iceberg": "metadata"}  # each format's own files under the output prefix
+LIBRARIES = {"delta": "deltalake", "iceberg": "pyiceberg"}  # each format's library: the pip extra of the same name
 APP_ID = "streaming-batch-inference"  # the writer's id in the table's log: its transactions are numbered by run
 
 
@@ -72,3 +74,11 @@ def require_table(output: Location, table_format: str, endpoint_url: str | None,
     module = format_module(table_format)
     if module is not None:
         module.require_ours(output, endpoint_url, schema, previous)
+
+
+def require_installed(table_format: str) -> None:
+    """Refuse, before any work, a format whose library is not installed: one line naming the install."""
+    library = LIBRARIES.get(table_format)
+    if library is not None and importlib.util.find_spec(library) is None:
+        raise JobError(f"--table-format {table_format} needs the {library} package: pip install "
+                       f"'streaming-batch-inference[{table_format}]'")
