@@ -156,6 +156,8 @@ def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
     if config.resume or config.incremental:
         running = len(prepared.to_write.files)
         removed = f", removing the parts of {len(night.removed)} files gone" if night.removed else ""
+        if night.removed and config.table_format != "parquet":  # a replaced file's old part leaves the table too
+            removed = f", taking {len(night.removed)} parts of files replaced or gone out of the table"
         flag = "--incremental" if config.incremental else "--resume"
         print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} files kept, running {running}{removed}",
               file=sys.stderr)

@@ -91,7 +91,15 @@ RUNS: dict[str, Run] = {
     "--embeddings only": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet "
     "--incremental": Run(needs=(MY_BUCKET,), small={"/preds/": "/preds-nightly/"}, expect="ray: 12 images", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+    "--table-format delta": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
+    "python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ --incremental "
+    "--table-format iceberg": Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.table_commit_bench --format delta --results benchmarks/results/table_commit.jsonl": Run(
+        small={"--format delta": "--format delta --parts 200 --nights 3", "benchmarks/results/": "/tmp/"}, slow=True),
+    "python -m benchmarks.table_commit_bench --format iceberg --results benchmarks/results/table_commit.jsonl": Run(
+        small={"--format iceberg": "--format iceberg --parts 200 --nights 3", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.incremental_bench --engine ray --files 100 --rows-per-file 8 --results "
     "benchmarks/results/incremental.jsonl": Run(small={"--files 100": "--files 4", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import posixpath
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from job.errors import JobError
 from job.output.formats import Commit, TableState
@@ -36,7 +37,7 @@ def require_ours(output: Location, endpoint_url: str | None, schema: pa.Schema, 
     current = _current(output)
     if current is None:
         return
-    table = static_table(output, endpoint_url)
+    table = static_table(output, endpoint_url, current[0])
     columns = [field.name for field in table.schema().fields]
     if columns != schema.names:
         raise JobError(f"{output.uri} is an Iceberg table of other columns ({', '.join(columns)}) than this run writes; "
@@ -53,7 +54,8 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
     from pyiceberg.table import _parquet_files_to_data_files
 
     current = _current(output)
-    if current is not None and _run_number(static_table(output, endpoint_url)) >= change.number:
+    if current is not None and _run_number(static_table(output, endpoint_url, current[0])) >= change.number:
+        _point_hint(output, current)  # that run may have died before its hint named its version
         return None
     catalog = _catalog(output, endpoint_url)
     catalog.create_namespace(NAMESPACE)
@@ -81,14 +83,15 @@ def current_version(output: Location, endpoint_url: str | None) -> int | None:
     return None if current is None else current[0]
 
 
-def static_table(output: Location, endpoint_url: str | None):
-    """The table's latest version, as any reader finds it: through ``metadata/version-hint.text``."""
+def static_table(output: Location, endpoint_url: str | None, version: int | None = None):
+    """The table at metadata ``version``; None: the latest, as any reader finds it (``metadata/version-hint.text``)."""
     from pyiceberg.table import StaticTable
 
-    return StaticTable.from_metadata(_uri(output), properties=_io_properties(output, endpoint_url))
+    where = _uri(output) if version is None else _uri(output, f"metadata/v{version}.metadata.json")
+    return StaticTable.from_metadata(where, properties=_io_properties(output, endpoint_url))
 
 
-def _publish(output: Location, written: str, current: tuple[int, str] | None) -> int:
+def _publish(output: Location, written: str, current: tuple[int, str | None] | None) -> int:
     """Make pyiceberg's new metadata the next ``v<N>.metadata.json`` (create only if absent), then name it in the hint."""
     version = (current[0] if current is not None else 0) + 1
     source = written.removeprefix("s3://").removeprefix("file://")
@@ -97,7 +100,8 @@ def _publish(output: Location, written: str, current: tuple[int, str] | None) ->
     target = output.join(f"metadata/v{version}.metadata.json")
     hint = str(version).encode()
     done = create_exclusive(output, target, data) is not None and (
-        create_exclusive(output, output.join(HINT), hint) if current is None else replace_if(output, output.join(HINT), hint, current[1]))
+        create_exclusive(output, output.join(HINT), hint) if current is None or current[1] is None
+        else replace_if(output, output.join(HINT), hint, current[1]))
     if not done:
         raise JobError(f"{output.uri}: another writer committed Iceberg version {version} meanwhile; nothing of this run was "
                        "committed: run again with --resume")
@@ -105,11 +109,29 @@ def _publish(output: Location, written: str, current: tuple[int, str] | None) ->
     return version
 
 
-def _current(output: Location) -> tuple[int, str] | None:
-    """(N, the hint's version) of the table's current metadata, or None when there is no table."""
+def _point_hint(output: Location, current: tuple[int, str | None]) -> None:
+    """Make the hint name version ``current[0]`` if it names an older one."""
+    hint, wanted = output.join(HINT), str(current[0]).encode()
+    with storage_errors(output.uri):
+        found = read_versioned(output, hint)
+        if found is None:
+            create_exclusive(output, hint, wanted)
+        elif found[0].strip() != wanted:
+            replace_if(output, hint, wanted, found[1])
+
+
+def _current(output: Location) -> tuple[int, str | None] | None:
+    """(N, the hint's version: None when there is no hint) of the table's latest metadata, or None when there is no table.
+
+    As in a Hadoop catalog the ``v<N>`` files decide and the hint is a hint: a commit that died between
+    its ``v<N>`` and the hint's update is found here, so the hint is moved on by the next commit.
+    """
     with storage_errors(output.uri):
         found = read_versioned(output, output.join(HINT))
-    return None if found is None else (int(found[0].decode().strip()), found[1])
+        version = int(found[0].decode().strip()) if found is not None else 0
+        while output.filesystem.get_file_info(output.join(f"metadata/v{version + 1}.metadata.json")).type == pafs.FileType.File:
+            version += 1
+    return None if version == 0 else (version, found[1] if found is not None else None)
 
 
 def _run_number(table) -> int:
