@@ -98,8 +98,6 @@ RUNS: dict[str, Run] = {
     # BENCHMARKS.md
     "python -m benchmarks.table_commit_bench --format delta --results benchmarks/results/table_commit.jsonl": Run(
         small={"--format delta": "--format delta --parts 200 --nights 3", "benchmarks/results/": "/tmp/"}, slow=True),
-    "python -m benchmarks.table_commit_bench --format iceberg --results benchmarks/results/table_commit.jsonl": Run(
-        small={"--format iceberg": "--format iceberg --parts 200 --nights 3", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.incremental_bench --engine ray --files 100 --rows-per-file 8 --results "
     "benchmarks/results/incremental.jsonl": Run(small={"--files 100": "--files 4", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(
