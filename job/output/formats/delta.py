@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pyarrow.fs as pafs
 
 from job.errors import JobError
 from job.output.formats import APP_ID, Commit, TableState
-from storage import Location, storage_errors
+from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint
 
 CHECKPOINT_INTERVAL = 10  # commits between checkpoints of the log
@@ -65,7 +67,8 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
     removes = [RemoveAction(name, True, now_ms, sizes.get(name)) for name in change.removes]
     properties = CommitProperties(custom_metadata={"run_id": change.run_id},
                                   app_transactions=[Transaction(APP_ID, change.number)])
-    with storage_errors(uri):
+    with _one_line(output.uri, f"the Delta commit failed; the table stays at version "
+                               f"{'none' if table is None else table.version()}: run again with --resume"):
         if table is None:
             create_table_with_add_actions(uri, Schema.from_arrow(change.schema), adds, mode="error",
                                           configuration=_configuration(change.time_travel_days), storage_options=options,
@@ -73,6 +76,17 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
         else:
             table.create_write_transaction([*adds, *removes], "append", change.schema, commit_properties=properties)
     return _open(output, endpoint_url).version()
+
+
+@contextmanager
+def _one_line(uri: str, what: str) -> Iterator[None]:
+    """delta-rs's errors (a store error, a conflicting commit) as one line naming the table, what happened and the fix."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        yield
+    except (DeltaError, OSError) as e:
+        raise StorageError(f"{uri}: {what} ({' '.join(str(e).split())[:300]})") from e
 
 
 def _configuration(days: float) -> dict[str, str]:
@@ -89,10 +103,11 @@ def _open(output: Location, endpoint_url: str | None):
     from deltalake.exceptions import TableNotFoundError
 
     uri, options = _uri(output, endpoint_url)
-    try:
-        return DeltaTable(uri, storage_options=options)
-    except TableNotFoundError:
-        return None
+    with _one_line(output.uri, "the Delta table cannot be read"):
+        try:
+            return DeltaTable(uri, storage_options=options)
+        except TableNotFoundError:
+            return None
 
 
 def _uri(output: Location, endpoint_url: str | None) -> tuple[str, dict[str, str] | None]:

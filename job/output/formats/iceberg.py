@@ -17,13 +17,15 @@ that died after its commit and before its manifest is not committed twice by ``-
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
 from job.output.formats import Commit, TableState
-from storage import Location, storage_errors
+from storage import Location, StorageError, storage_errors
 from storage.conditional import create_exclusive, read_versioned, replace_if
 from storage.resolve import s3_endpoint
 
@@ -51,8 +53,6 @@ def require_ours(output: Location, endpoint_url: str | None, schema: pa.Schema, 
 
 def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | None:
     """Apply ``change`` as one Iceberg snapshot; returns the new metadata version, or None when that run committed it."""
-    from pyiceberg.table import _parquet_files_to_data_files
-
     current = _current(output)
     if current is not None and _run_number(static_table(output, endpoint_url, current[0])) >= change.number:
         _point_hint(output, current)  # that run may have died before its hint named its version
@@ -63,6 +63,15 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
         table = catalog.create_table((NAMESPACE, NAME), schema=change.schema, location=_uri(output))
     else:
         table = catalog.register_table((NAMESPACE, NAME), _uri(output, f"metadata/v{current[0]}.metadata.json"))
+    with _one_line(output.uri, current):
+        written = _snapshot(catalog, table, output, change)
+    return _publish(output, written, current)
+
+
+def _snapshot(catalog, table, output: Location, change: Commit) -> str:
+    """The run's one snapshot, committed to the in-memory catalog; returns the metadata file pyiceberg wrote."""
+    from pyiceberg.table import _parquet_files_to_data_files
+
     leaving = {_uri(output, name) for name in change.removes}
     removed = [task.file for task in table.scan().plan_files() if task.file.file_path in leaving] if leaving else []
     with table.transaction() as tx:
@@ -75,7 +84,20 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
                 snapshot.append_data_file(data_file)
             for data_file in removed:
                 snapshot.delete_data_file(data_file)
-    return _publish(output, catalog.load_table((NAMESPACE, NAME)).metadata_location, current)
+    return catalog.load_table((NAMESPACE, NAME)).metadata_location
+
+
+@contextmanager
+def _one_line(uri: str, current: tuple[int, str | None] | None) -> Iterator[None]:
+    """pyiceberg's errors (a store error, a part it cannot add) as one line: nothing is committed until ``_publish``."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    try:
+        yield
+    except (CommitFailedException, OSError, ValueError) as e:
+        version = "none" if current is None else current[0]
+        raise StorageError(f"{uri}: the Iceberg commit failed; the table stays at version {version}: run again with --resume "
+                           f"({' '.join(str(e).split())[:300]})") from e
 
 
 def current_version(output: Location, endpoint_url: str | None) -> int | None:
