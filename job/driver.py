@@ -120,8 +120,8 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
                   output_schema(execution), versioned=config.table_format != "parquet")
-    formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, night.snapshot and night.snapshot.state,
-                          parts.schema)
+    previous = night.snapshot.state if night.snapshot is not None else None
+    formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, previous, parts.schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:

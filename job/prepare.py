@@ -4,8 +4,9 @@ In order, so that a refusal leaves the output as it was: the built-in sample whe
 given, the model (``job.execution.model_for``: weights, architecture, class names, recipe), the
 input's listing (a missing input is named before the output is touched), the output's lease
 (``job.lease``: one run per output prefix), what the output holds (``job.output.prefix.read_held``:
-its parts, and the table's snapshot read once), the input plan (``job.input.plan``: the dataset
-checks, on the files the snapshot does not vouch for), the night (``job.output.night``: what the
+its parts, and the table's snapshot read once; a table of another ``--table-format`` is refused),
+the input plan (``job.input.plan``: the dataset checks, on the files the snapshot does not vouch
+for), the night (``job.output.night``: what the
 run keeps, adopts, runs and removes) and the new files' ids against the table
 (``job.output.incremental``). The driver runs it in a thread while the engine starts.
 """

@@ -85,7 +85,7 @@ class Snapshot:
     number: int = 1  # the run's number in this table (1: the first run): a table format's commits are numbered by it
     version: int | None = None  # the Delta/Iceberg table's version after the run's commit (None: the plain folder)
     # Parts a table format's commits took out of the table, kept for time travel: part -> when (Unix seconds).
-    # They are no part of the table: deleted once older than --time-travel-days (job.finish).
+    # They are no part of the table: deleted once older than --time-travel-days (job.output.commit).
     retired: dict[str, float] = field(default_factory=dict)
 
     @property
