@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from deltalake import DeltaTable
 
 from job import finish
 from runners import local_job
@@ -71,6 +72,7 @@ def test_an_incremental_delta_night_is_one_version_that_readers_see_whole(tmp_pa
     assert night["table"]["version"] == 1 and frozenset(read_delta(out, None).column("id").to_pylist()) == tonight
     assert frozenset(read_delta(out, None, version=0).column("id").to_pylist()) == last  # time travel: old parts kept
     assert len(night["table"]["retired"]) == 2  # the replaced file's old part and the deleted file's
+    assert main(args)["run_id"] == night["run_id"] and DeltaTable(out).version() == 1  # nothing new: no commit
 
 
 def test_a_run_killed_after_its_delta_commit_is_finished_by_resume_without_a_second(tmp_path, monkeypatch):
@@ -89,8 +91,8 @@ def test_a_run_killed_after_its_delta_commit_is_finished_by_resume_without_a_sec
             main([*args, "--incremental"])
     assert len(read_delta(out, None)) == 9  # the commit was made
     resumed = main([*args, "--resume"])
-    from deltalake import DeltaTable
-
     assert DeltaTable(out).version() == resumed["table"]["version"] == 1, "committed twice"
     ids = read_delta(out, None).column("id").to_pylist()
     assert len(ids) == len(set(ids)) == resumed["counts"]["rows_out"] == 9
+    redone = main([*args, "--overwrite"])  # a new table: the old one's log and parts are cleared first
+    assert DeltaTable(out).version() == redone["table"]["version"] == 0 and len(read_delta(out, None)) == 9
