@@ -82,8 +82,8 @@ def prepare_job(config: JobConfig) -> PreparedJob:
     The returned job holds the output's lease (renewed in a thread): close ``job.holding`` to
     release it. If preparing fails after taking the lease, the lease is released here.
     """
-    config = _with_defaults(config)
     require_installed(config.table_format)
+    config = _with_defaults(config)
     model = model_for(config)  # before the output is touched: a refusal here leaves it as it was
     source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
     listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched

@@ -30,7 +30,8 @@ from job.errors import JobError
 from storage import Location
 
 FOLDERS = {"delta": "_delta_log", "iceberg": "metadata"}  # each format's own files under the output prefix
-LIBRARIES = {"delta": "deltalake", "iceberg": "pyiceberg"}  # each format's library: the pip extra of the same name
+# Each format's libraries (the in-memory catalog needs SQLAlchemy): the pip extra of the format's name installs them.
+LIBRARIES = {"delta": ("deltalake",), "iceberg": ("pyiceberg", "sqlalchemy")}
 APP_ID = "streaming-batch-inference"  # the writer's id in the table's log: its transactions are numbered by run
 
 
@@ -78,7 +79,7 @@ def require_table(output: Location, table_format: str, endpoint_url: str | None,
 
 def require_installed(table_format: str) -> None:
     """Refuse, before any work, a format whose library is not installed: one line naming the install."""
-    library = LIBRARIES.get(table_format)
-    if library is not None and importlib.util.find_spec(library) is None:
-        raise JobError(f"--table-format {table_format} needs the {library} package: pip install "
-                       f"'streaming-batch-inference[{table_format}]'")
+    missing = [library for library in LIBRARIES.get(table_format, ()) if importlib.util.find_spec(library) is None]
+    if missing:
+        raise JobError(f"--table-format {table_format} needs the {missing[0]} package: pip install -e '.[{table_format}]' "
+                       f"(or 'streaming-batch-inference[{table_format}]')")
