@@ -55,3 +55,10 @@ def table_equals_the_parquet_folder(main: Main, root: str, endpoint: str | None,
     assert predictions(table) == parquet
     return manifest
 
+
+
+def delta_and_iceberg_hold_the_parquet_folders_rows(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
+    """One plain folder, one Delta and one Iceberg table of the same input: the same rows in all three."""
+    table_equals_the_parquet_folder(main, root, endpoint, "delta", *engine_args)
+    parquet = predictions(read_output(f"{root}/parquet", endpoint)[0])
+    table_equals_the_parquet_folder(main, root, endpoint, "iceberg", *engine_args, parquet=parquet)

@@ -31,6 +31,6 @@ def test_an_input_file_deleted_mid_run_stops_it_in_one_line(tmp_path):
     bad_nights.an_input_file_deleted_mid_run(ray_job.ENGINE, str(tmp_path), None)
 
 
-def test_a_delta_table_holds_the_parquet_folders_rows(tmp_path):
+def test_delta_and_iceberg_tables_hold_the_parquet_folders_rows(tmp_path):
     scenarios.write_night(f"{tmp_path}/in", None, 0, 2)
-    tables.table_equals_the_parquet_folder(ray_job.main, str(tmp_path), None, "delta")
+    tables.delta_and_iceberg_hold_the_parquet_folders_rows(ray_job.main, str(tmp_path), None)

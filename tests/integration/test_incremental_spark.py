@@ -24,6 +24,6 @@ def test_a_replaced_input_file_is_redone_on_resume_on_s3(s3_bucket, s3_env):
     scenarios.a_replaced_input_file_is_redone_on_resume(spark_job.main, f"s3://{s3_bucket}", s3_env)
 
 
-def test_a_delta_table_on_s3_holds_the_parquet_folders_rows(s3_bucket, s3_env):
+def test_delta_and_iceberg_tables_on_s3_hold_the_parquet_folders_rows(s3_bucket, s3_env):
     scenarios.write_night(f"s3://{s3_bucket}/in", s3_env, 0, 2)
-    tables.table_equals_the_parquet_folder(spark_job.main, f"s3://{s3_bucket}", s3_env, "delta")
+    tables.delta_and_iceberg_hold_the_parquet_folders_rows(spark_job.main, f"s3://{s3_bucket}", s3_env)

@@ -13,8 +13,8 @@ from job import finish
 from runners import local_job
 from tests.common.contract import read_output
 from tests.integration.checks_scenarios import job_args, refused
-from tests.integration.incremental_scenarios import delete, write_night
-from tests.integration.table_scenarios import predictions, read_delta, table_equals_the_parquet_folder
+from tests.integration.incremental_scenarios import delete, manifest_of, write_night
+from tests.integration.table_scenarios import delta_and_iceberg_hold_the_parquet_folders_rows, predictions, read_delta
 
 LOCAL = ("--workers", "0")
 READ_EVERY_S = 0.2
@@ -27,14 +27,15 @@ def main(argv):
 def test_delta_and_iceberg_tables_hold_the_parquet_folders_rows(data_root):
     root, endpoint = data_root
     write_night(f"{root}/in", endpoint, 0, 2)
-    manifest = table_equals_the_parquet_folder(main, root, endpoint, "delta")
-    assert manifest["table"]["version"] == 0 and manifest["config"]["table_format"] == "delta"
-    parquet = predictions(read_output(f"{root}/parquet", endpoint)[0])
-    manifest = table_equals_the_parquet_folder(main, root, endpoint, "iceberg", parquet=parquet)
-    assert manifest["table"]["version"] == 1 and manifest["config"]["table_format"] == "iceberg"
+    delta_and_iceberg_hold_the_parquet_folders_rows(main, root, endpoint)
+    for table_format, version in (("delta", 0), ("iceberg", 1)):
+        manifest = manifest_of(f"{root}/{table_format}", endpoint)
+        assert manifest["table"]["version"] == version and manifest["config"]["table_format"] == table_format
     if endpoint is None:  # the readers users glob the plain folder with: exactly the table's rows
         import duckdb
         import polars
+
+        parquet = predictions(read_output(f"{root}/parquet")[0])
         assert sorted(duckdb.sql(f"select id from read_parquet('{root}/parquet/**/*.parquet')").fetchnumpy()["id"]) == sorted(parquet)
         assert sorted(polars.scan_parquet(f"{root}/parquet/**/*.parquet").collect()["id"].to_list()) == sorted(parquet)
         assert sorted(polars.read_delta(f"{root}/delta")["id"].to_list()) == sorted(parquet)
