@@ -70,6 +70,7 @@ def test_an_incremental_delta_night_is_one_version_that_readers_see_whole(tmp_pa
         thread.join()
     assert len(reads) >= 3 and all(len(ids) == rows for rows, ids in reads), "a read held an id twice"
     assert {ids for _, ids in reads} <= {last, frozenset(tonight)}, "a read saw half a night"
+    assert reads[0][1] == last  # the reader read while the night ran: its parts were written, not yet committed
     assert night["table"]["version"] == 1 and frozenset(read_delta(out, None).column("id").to_pylist()) == tonight
     assert frozenset(read_delta(out, None, version=0).column("id").to_pylist()) == last  # time travel: old parts kept
     assert len(night["table"]["retired"]) == 2  # the replaced file's old part and the deleted file's
