@@ -66,6 +66,14 @@ def test_a_run_is_one_version_committed_once_and_its_removed_parts_wait_for_time
     expired = commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
                          after, table, [], SCHEMA, "run-3")
     assert expired.version == night.version and expired.retired == {} and expired.delete == ("b.parquet", "c.parquet")
+    if table_format == "iceberg":  # a commit with no time travel keeps only its own snapshot
+        write_parts(out, "e")
+        later = snapshot(["a", "b2", "d"], 3, night.version)
+        commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
+                   later, {**table, "e.parquet": 2}, [], SCHEMA, "run-4")
+        from job.output.formats.iceberg import static_table
+
+        assert len(static_table(output, None).metadata.snapshots) == 1
 
 
 @pytest.mark.parametrize("table_format", ["delta", "iceberg"])

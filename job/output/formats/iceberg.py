@@ -19,6 +19,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -71,6 +72,7 @@ def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | 
 def _snapshot(catalog, table, output: Location, change: Commit) -> str:
     """The run's one snapshot, committed to the in-memory catalog; returns the metadata file pyiceberg wrote."""
     from pyiceberg.table import _parquet_files_to_data_files
+    from pyiceberg.table.update.snapshot import ExpireSnapshots
 
     leaving = {_uri(output, name) for name in change.removes}
     removed = [task.file for task in table.scan().plan_files() if task.file.file_path in leaving] if leaving else []
@@ -84,6 +86,10 @@ def _snapshot(catalog, table, output: Location, change: Commit) -> str:
                 snapshot.append_data_file(data_file)
             for data_file in removed:
                 snapshot.delete_data_file(data_file)
+        # Snapshots past --time-travel-days go, as the parts only they read are deleted after that long
+        # (job.output.commit): the metadata stays the size of the retention, not of the table's age.
+        horizon = datetime.now(timezone.utc) - timedelta(days=change.time_travel_days)
+        ExpireSnapshots(tx).older_than(horizon).commit()
     return catalog.load_table((NAMESPACE, NAME)).metadata_location
 
 
