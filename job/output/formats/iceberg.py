@@ -11,7 +11,8 @@ same version loses), and then the hint names it.
 One snapshot a run: an ``overwrite`` whose added files are the run's new parts (read from their
 footers, as ``add_files`` reads them: no rewrite) and whose deleted files are the parts that
 leave the table. The snapshot's summary records the run's number (``RUN_PROPERTY``), so a run
-that died after its commit and before its manifest is not committed twice by ``--resume``.
+that died after its commit and before its manifest is not committed twice by ``--resume``. The same
+commit expires the snapshots older than ``--time-travel-days``, the time the removed parts are kept.
 """
 
 from __future__ import annotations
