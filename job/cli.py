@@ -17,7 +17,7 @@ from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
-from job.config import EMBEDDINGS_CHOICES, JobConfig
+from job.config import EMBEDDINGS_CHOICES, TABLE_FORMATS, JobConfig
 from job.errors import DataError, JobError
 from job.input.object_groups import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
@@ -66,6 +66,12 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--resume", action="store_true",
                     help="finish an interrupted job on --output: keep its committed parts, run only the other input files "
                          "(a finished job: nothing to do)")
+    io.add_argument("--table-format", choices=TABLE_FORMATS, default=JobConfig.table_format,
+                    help="parquet: a folder of Parquet parts (default); delta: a Delta Lake table, iceberg: an Iceberg "
+                         "table (metadata/ beside the parts): one commit a run, so readers see whole nights only")
+    io.add_argument("--time-travel-days", type=float, default=JobConfig.time_travel_days,
+                    help="delta/iceberg: how long the parts a run took out of the table stay readable for time travel "
+                         "before a later run deletes them (default: 7)")
     model = parser.add_argument_group("model")
     model.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
                                          "'state_dict' or 'model', any head size (default: imagenet; random for the sample)")

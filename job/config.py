@@ -24,6 +24,9 @@ from storage import has_credentials, normalise, redact, within
 EMBEDDINGS_CHOICES = ("off", "with", "only")
 RECIPE_FIELDS = ("resize", "crop", "mean", "std")
 URI_FIELDS = ("input", "output", "weights", "labels")
+# --table-format: what a reader finds under --output. parquet: a folder of Parquet parts beside our manifest;
+# delta and iceberg: the same parts, committed once a run as one version of a Delta Lake / Iceberg table.
+TABLE_FORMATS = ("parquet", "delta", "iceberg")
 # Every single size fits inside it, so each recipe option alone is checked here, and resize
 # against crop only when both are given; the whole recipe (with the checkpoint's) is checked
 # by inference.describe_model, still before any work.
@@ -75,6 +78,12 @@ class JobConfig:
     # float32: what Spark, Delta and Iceberg read (8 KiB a row for ResNet50's 2048 values). float16 halves that, but
     # pyarrow writes it only as Parquet's FLOAT16, which Spark 3.5/4 refuses and Delta/Iceberg have no type for.
     embedding_dtype: str = "float32"
+    # parquet: the plain folder (readers glob its parts); delta / iceberg: the driver commits each run's parts as
+    # one table version (job.output.formats), so a reader sees last night's table or tonight's, never a mix.
+    table_format: str = "parquet"
+    # delta / iceberg: parts a run took out of the table (replaced or deleted input files) stay readable for
+    # time travel this long, then a later run deletes them (Delta's default deletedFileRetentionDuration).
+    time_travel_days: float = 7.0
 
     def __post_init__(self) -> None:
         self._normalise_uris()
@@ -103,6 +112,12 @@ class JobConfig:
                  f"--embeddings must be one of {', '.join(EMBEDDINGS_CHOICES)}, got {self.embeddings!r}")
         _require(self.embedding_dtype in EMBEDDING_DTYPES,
                  f"--embedding-dtype must be one of {', '.join(EMBEDDING_DTYPES)}, got {self.embedding_dtype!r}")
+        _require(self.table_format in TABLE_FORMATS,
+                 f"--table-format must be one of {', '.join(TABLE_FORMATS)}, got {self.table_format!r}")
+        _require(self.table_format == "parquet" or self.embedding_dtype != "float16",
+                 f"--embedding-dtype float16 with --table-format {self.table_format}: the format has no float16 type; "
+                 "use --embedding-dtype float32, or --table-format parquet")
+        _require(self.time_travel_days >= 0, f"--time-travel-days must be 0 or more, got {self.time_travel_days}")
         self._check_recipe()
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
                             ("--labels", self.labels), ("--s3-endpoint-url", self.s3_endpoint_url)):

@@ -33,7 +33,7 @@ from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, model_for, require_capable
 from job.finish import finish_job
 from job.manifest import MANIFEST
-from job.output import prefix
+from job.output import formats, prefix
 from job.output.parts import STAGING, Parts, output_options
 from job.output.rows import output_schema
 from job.prepare import PreparedJob
@@ -121,7 +121,9 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution))
+                  output_schema(execution), versioned=config.table_format != "parquet")
+    previous = night.snapshot.state if night.snapshot is not None else None
+    formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, previous, parts.schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:
@@ -156,6 +158,8 @@ def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
     if config.resume or config.incremental:
         running = len(prepared.to_write.files)
         removed = f", removing the parts of {len(night.removed)} {plan.unit} gone" if night.removed else ""
+        if night.removed and config.table_format != "parquet":  # a replaced file's old part leaves the table too
+            removed = f", taking {len(night.removed)} parts of {plan.unit} replaced or gone out of the table"
         flag = "--incremental" if config.incremental else "--resume"
         print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{removed}",
               file=sys.stderr)

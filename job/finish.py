@@ -1,7 +1,8 @@
-"""The driver's last step: verify the table, write its ids index and its manifest, then tidy up.
+"""The driver's last step: verify the table, commit it (Delta, Iceberg), write its ids index and manifest, then tidy up.
 
 The order is what readers see: every part is already committed, each whole; then the index of
-the table's ids (``_index/<run id>.ids``, a new name), then ``_SUCCESS.json`` (one PUT: the
+the table's ids (``_index/<run id>.ids``, a new name), then, with ``--table-format delta`` or ``iceberg``,
+the table's one commit of the run (``job.output.commit``), then ``_SUCCESS.json`` (one PUT: the
 table readers trust, with its snapshot), a copy of it in ``_history/<run id>.json``, and only then
 are the parts of input files that are gone deleted, and older indexes with them. A run killed
 anywhere before the manifest leaves the previous manifest naming an index that still exists.
@@ -18,6 +19,7 @@ from job.engine import Engine, EngineRun, Job
 from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
 from job.input.plan import InputFile
 from job.output import prefix
+from job.output.commit import commit_run
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
 from job.output.verify import PartFacts, verify
 from job.prepare import PreparedJob
@@ -33,11 +35,14 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     by_part = {prepared.relpath(f.path): job.parts.name(f) for f in plan.files}
     table = {job.parts.name(f): f for f in plan.files} | {e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}
     unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
-    leaving = list(night.removed)
+    leaving = [*night.removed, *(snapshot.retired if snapshot is not None else ())]
     verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
                       _known_facts(output, snapshot, by_part, kept_removed, unread), plan.ids_as_text, leaving)
     relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
     index = write_index(output, job.run_id, {relpath[part]: facts.hashes for part, facts in verified.facts.items()})
+    prepared.lease.check()  # the table is committed only by the run that holds the output
+    committed = commit_run(output, config, snapshot, {part: facts.rows for part, facts in verified.facts.items()},
+                           night.removed, job.parts.schema, job.run_id)
     delta = diff(snapshot, {prepared.relpath(f.path): f for f in plan.files}, kept_removed)
     files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
              for part in table}
@@ -52,12 +57,13 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
         files=sorted(table), error_examples=verified.examples,
         versions=report.versions(*engine.packages), hardware=report.hardware(), settings=run.settings,
         manifest=output.uri_of(output.join(MANIFEST)),
-        table=Snapshot(files, columns_record(plan), index, delta).to_dict(),
+        table=Snapshot(files, columns_record(plan), index, delta, committed.number, committed.version,
+                       committed.retired).to_dict(),
     )
     prepared.lease.check()  # the manifest is written only by the run that holds the output
     write_manifest(output, manifest)
     write_manifest(output, manifest, f"{HISTORY_DIR}/{job.run_id}.json")
-    _tidy(output, leaving, index)
+    _tidy(output, committed.delete, index)
     return manifest
 
 
@@ -85,7 +91,7 @@ def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: Tabl
     return TableFile(part, file.identity, facts.rows, facts.errored)
 
 
-def _tidy(output: Location, removed_parts: list[str], index: str) -> None:
+def _tidy(output: Location, removed_parts: tuple[str, ...], index: str) -> None:
     """After the manifest: delete the parts of input files gone, older indexes and temporaries."""
     with storage_errors(output.uri):
         for name in removed_parts:

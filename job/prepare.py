@@ -5,8 +5,9 @@ given, the input's listing (a missing input is named before the output is touche
 (described beside the listing by the driver, ``job.execution.model_for``: weights, architecture,
 class names, recipe; its refusal comes first), the output's lease
 (``job.lease``: one run per output prefix), what the output holds (``job.output.prefix.read_held``:
-its parts, and the table's snapshot read once), the input plan (``job.input.plan``: the dataset
-checks, on the files the snapshot does not vouch for), the night (``job.output.night``: what the
+its parts, and the table's snapshot read once; a table of another ``--table-format`` is refused),
+the input plan (``job.input.plan``: the dataset checks, on the files the snapshot does not vouch
+for), the night (``job.output.night``: what the
 run keeps, adopts, runs and removes) and the new files' ids against the table
 (``job.output.incremental``). The driver runs it in a thread while the engine starts.
 """
@@ -26,9 +27,10 @@ from functools import cached_property
 from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.input.data_files import input_relpath, list_data_files
-from job.input.plan import InputPlan, plan_input
+from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
+from job.output.formats import require_format, require_installed
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import part_name
@@ -50,8 +52,10 @@ class PreparedJob:
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     night: Night  # what this run does to the output (job.output.night)
 
-    def part_name(self, path: str) -> str:
-        return part_name(self.plan.location.path, path)
+    def part_name(self, file: InputFile) -> str:
+        """The part's name of a planned file (``job.output.parts.part_name``; versioned in a table format)."""
+        versioned = self.config.table_format != "parquet" and file.identity is not None
+        return part_name(self.plan.location.path, file.path, file.identity if versioned else None)
 
     def relpath(self, path: str) -> str:
         return input_relpath(self.plan.location.path, path)
@@ -59,7 +63,7 @@ class PreparedJob:
     @cached_property
     def planned(self) -> dict:
         """Every planned input file by its part's name."""
-        return {self.part_name(f.path): f for f in self.plan.files}
+        return {self.part_name(f): f for f in self.plan.files}
 
     @cached_property
     def to_write(self) -> InputPlan:
@@ -82,6 +86,7 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
     (renewed in a thread): close ``job.holding`` to release it. If preparing fails after taking the
     lease, the lease is released here.
     """
+    require_installed(config.table_format)
     config = _with_defaults(config)
     try:
         source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
@@ -96,6 +101,9 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
     with ExitStack() as holding:
         holding.enter_context(lease.held())
         held = prefix.read_held(output, read_manifest_too=config.resume or config.incremental)
+        if not config.overwrite:
+            recorded = held.finished.config.get("table_format", "parquet") if held.finished is not None else None
+            require_format(output.uri, config.table_format, held.files, recorded)
         snapshot = held.snapshot if config.incremental or config.resume else None
         unchanged, columns = (unchanged_files(snapshot, source.path), columns_of(snapshot.columns)) if snapshot else (None, None)
         plan = plan_input(source, config, unchanged, columns, listing)

@@ -20,6 +20,7 @@ locals {
     "--weights", local.weights_uri,
     "--udf", "iterator",
     "--incremental",
+    "--table-format", "delta",
   ]
 }
 

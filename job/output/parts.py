@@ -38,7 +38,7 @@ from job import progress
 from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
-from job.input.data_files import input_relpath
+from job.input.data_files import FileIdentity, input_relpath
 from job.input.plan import InputFile, InputPlan
 from job.output.rows import EMBEDDING
 from job.timeline import progress_events
@@ -57,12 +57,22 @@ EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "em
 MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
 
 
-def part_name(input_root: str, path: str) -> str:
-    """``part-<stem>-<8 hex>.parquet`` for an input file (a path inside the input filesystem)."""
+def part_name(input_root: str, path: str, version: FileIdentity | None = None) -> str:
+    """``part-<stem>-<8 hex>.parquet`` for an input file (a path inside the input filesystem).
+
+    ``version``: the input file's identity, for a table format (Delta, Iceberg) whose older versions still
+    name the previous part: ``part-<stem>-<8 hex>-<8 hex>.parquet``, a new object for each version of the file,
+    so a replaced file's part never overwrites the bytes an older table version reads.
+    """
     relative = input_relpath(input_root, path)
     stem = posixpath.basename(relative).removesuffix(".parquet")
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:STEM_CHARS]
-    return f"{PART_PREFIX}{stem}-{hashlib.sha1(relative.encode()).hexdigest()[:8]}{PART_SUFFIX}"
+    versioned = "" if version is None else "-" + _digest(json.dumps(version.to_dict(), sort_keys=True))
+    return f"{PART_PREFIX}{stem}-{_digest(relative)}{versioned}{PART_SUFFIX}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
 def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> dict:
@@ -85,9 +95,10 @@ class Parts:
     input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
     options: dict  # output_options(): recorded in each footer
     schema: pa.Schema  # job.output.rows.output_schema(): every part is cast to it
+    versioned: bool = False  # a table format's parts: named by their input file's version too (``part_name``)
 
     def name(self, file: InputFile) -> str:
-        return part_name(self.input_root, file.path)
+        return part_name(self.input_root, file.path, file.identity if self.versioned else None)
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""

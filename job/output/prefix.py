@@ -8,6 +8,7 @@ An output prefix holds::
     _history/<run id>.json        every finished run's manifest
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
     _lease.json                   while a run writes the prefix: who, until when (job.lease.lease)
+    _delta_log/ or metadata/      --table-format delta / iceberg: the table format's own files (job.output.formats)
 
 Before any work the driver reads what the prefix holds, once (``read_held``: our files, the
 committed parts, the manifest and the table's snapshot it records), and ``job.output.night``
@@ -32,6 +33,7 @@ from job.lease.lease import LEASE_NAME
 from job.manifest import MANIFEST, Manifest, read_manifest
 from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
 from job.input.plan import FOOTER_READ_THREADS
+from job.output.formats import FOLDERS
 from job.output.night import Footer, Held, Night
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot
 from storage import Location, storage_errors
@@ -44,6 +46,8 @@ def read_held(location: Location, read_manifest_too: bool) -> Held:
     parts = frozenset(n for n in names if "/" not in n and n.startswith(PART_PREFIX) and n.endswith(PART_SUFFIX))
     finished = finished_manifest(location) if read_manifest_too and MANIFEST in names else None
     snapshot = Snapshot.from_dict(finished.table) if finished is not None and finished.table is not None else None
+    if snapshot is not None:  # parts a table format's commit removed, kept for time travel: no part of the table
+        parts = parts - set(snapshot.retired)
     return Held(location.uri, names, parts, finished, snapshot)
 
 
@@ -73,7 +77,7 @@ def _our_files(location: Location) -> list[str]:
     """The files under the prefix (relative names); raise if any is not ours."""
     infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True, allow_not_found=True))
     names = sorted(os.path.relpath(i.path, location.path) for i in infos if i.type == pafs.FileType.File)
-    ours = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/")
+    ours = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/", *(f"{folder}/" for folder in FOLDERS.values()))
     foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith(ours))]
     if foreign:
         raise JobError(f"{location.uri} holds files this job did not write (e.g. {foreign[0]}); choose an empty --output")

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.errors import JobError
+from job.output.formats import TableState
 from job.input.columns import InputColumns
 from job.input.data_files import FileIdentity, unchanged
 from job.input.id_hash import repeated
@@ -79,16 +80,27 @@ class Snapshot:
     columns: dict  # the input's id column, shape columns, id hashing: new files must agree
     index: str | None  # the ids index beside the parts (INDEX_DIR/<run id>.parquet)
     delta: Delta = field(default_factory=Delta)  # what the run that wrote it changed
+    number: int = 1  # the run's number in this table (1: the first run): a table format's commits are numbered by it
+    version: int | None = None  # the Delta/Iceberg table's version after the run's commit (None: the plain folder)
+    # Parts a table format's commits took out of the table, kept for time travel: part -> when (Unix seconds).
+    # They are no part of the table: deleted once older than --time-travel-days (job.output.commit).
+    retired: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def state(self) -> TableState:
+        """What a table format checks against: our last commit's number and the version it made."""
+        return TableState(self.number, self.version)
 
     def to_dict(self) -> dict:
         return {"files": {name: f.to_dict() for name, f in self.files.items()}, "columns": self.columns,
-                "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()}}
+                "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()},
+                "number": self.number, "version": self.version, "retired": self.retired}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Snapshot:
         delta = {k: tuple(v) for k, v in data.get("delta", {}).items()}
         return cls({name: TableFile.from_dict(f) for name, f in data["files"].items()}, dict(data["columns"]), data.get("index"),
-                   Delta(**delta))
+                   Delta(**delta), data.get("number", 1), data.get("version"), dict(data.get("retired", {})))
 
 
 def columns_record(plan: InputPlan) -> dict:

@@ -117,3 +117,21 @@ def test_the_job_cluster_is_dedicated_so_the_runner_may_use_the_spark_context(jo
     assert mode is not None and mode.value in DEDICATED, f"bundle: access mode {mode} is not pinned to dedicated"
     terraform = tf["resource"]["databricks_job"]["nightly_spark"]["job_cluster"]["new_cluster"]
     assert terraform.get("data_security_mode") in DEDICATED, "terraform's job cluster: access mode not pinned"
+
+
+def test_the_night_writes_delta_and_a_task_after_it_registers_the_table(job):
+    predict, register = job.tasks
+    assert runner_args([str(p) for p in predict.spark_python_task.parameters])["--table-format"] == "delta"
+    assert [d.task_key for d in register.depends_on] == [predict.task_key]
+    assert register.spark_python_task.python_file == "./register_table.py"
+    assert [str(p) for p in register.spark_python_task.parameters] == ["${var.table_name}", "${var.output_prefix}"]
+    sys.path.insert(0, str(DEPLOY / "databricks"))
+    try:
+        from register_table import statement
+    finally:
+        sys.path.pop(0)
+    assert statement("main.batch_inference.predictions", "s3://b-out/preds/") == (
+        "CREATE TABLE IF NOT EXISTS main.batch_inference.predictions USING DELTA LOCATION 's3://b-out/preds/'")
+    for name, location in (("main.x; DROP TABLE y", "s3://b/p/"), ("main.s.t", "s3://b/p' OR '1")):
+        with pytest.raises(SystemExit, match="^error: "):
+            statement(name, location)

@@ -11,7 +11,8 @@ from deploy_helpers import DEPLOY, DOCS, REPO, load_yaml, module_command, ray_su
 
 # The runner contract (job/cli.py): options every runner shares, and the engine-only ones.
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
-          "--precision", "--overwrite", "--resume", "--incremental", "--keep-removed", "--image-column", "--id-column"}
+          "--precision", "--overwrite", "--resume", "--incremental", "--keep-removed", "--image-column", "--id-column",
+          "--table-format", "--time-travel-days"}
 ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors"},
           "runners.spark_job": {"--udf"}}
 REQUIRED = {"--input", "--output", "--weights"}

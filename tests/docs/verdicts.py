@@ -97,10 +97,16 @@ RUNS: dict[str, Run] = {
     # README: image objects as they lie (a few photos the test puts where the user's are).
     "python -m runners.ray_job --input s3://my-bucket/photos/ --output s3://my-bucket/photo-preds/ --incremental": Run(
         before=PUT_PHOTOS, expect="ray: 3 images (3 predicted, 0 errors)", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+    "--table-format delta": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
+    "python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ --incremental "
+    "--table-format iceberg": Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
     # BENCHMARKS.md
     "python -m benchmarks.listing_bench --results benchmarks/results/listing.jsonl": Run(
         small={"--results benchmarks/results/listing.jsonl": "--local-files 2000 --folders 20 --s3-objects 200 --s3-folders 10 "
                "--root /tmp/listing_bench --results /tmp/listing.jsonl"}, expect="parallel by common prefix"),
+    "python -m benchmarks.table_commit_bench --format delta --results benchmarks/results/table_commit.jsonl": Run(
+        small={"--format delta": "--format delta --parts 200 --nights 3", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.incremental_bench --engine ray --files 100 --rows-per-file 8 --results "
     "benchmarks/results/incremental.jsonl": Run(small={"--files 100": "--files 4", "benchmarks/results/": "/tmp/"}, slow=True),
     "python -m benchmarks.part_writer_bench --results benchmarks/results/part_writer.jsonl": Run(

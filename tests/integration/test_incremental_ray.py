@@ -7,6 +7,7 @@ import pytest
 from runners import ray_job
 from tests.integration import bad_night_scenarios as bad_nights
 from tests.integration import incremental_scenarios as scenarios
+from tests.integration import table_scenarios as tables
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
@@ -28,3 +29,8 @@ def test_bad_night_ends_in_the_fresh_runs_table(scenario, tmp_path):
 
 def test_an_input_file_deleted_mid_run_stops_it_in_one_line(tmp_path):
     bad_nights.an_input_file_deleted_mid_run(ray_job.ENGINE, str(tmp_path), None)
+
+
+def test_delta_and_iceberg_tables_hold_the_parquet_folders_rows(tmp_path):
+    scenarios.write_night(f"{tmp_path}/in", None, 0, 2)
+    tables.delta_and_iceberg_hold_the_parquet_folders_rows(ray_job.main, str(tmp_path), None)

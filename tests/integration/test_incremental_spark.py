@@ -7,6 +7,7 @@ import pytest
 from runners import spark_job
 from tests.common.spark import local_spark
 from tests.integration import incremental_scenarios as scenarios
+from tests.integration import table_scenarios as tables
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -21,3 +22,8 @@ def test_nightly_runs_equal_a_fresh_full_run_on_s3(s3_bucket, s3_env):
 
 def test_a_replaced_input_file_is_redone_on_resume_on_s3(s3_bucket, s3_env):
     scenarios.a_replaced_input_file_is_redone_on_resume(spark_job.main, f"s3://{s3_bucket}", s3_env)
+
+
+def test_delta_and_iceberg_tables_on_s3_hold_the_parquet_folders_rows(s3_bucket, s3_env):
+    scenarios.write_night(f"s3://{s3_bucket}/in", s3_env, 0, 2)
+    tables.delta_and_iceberg_hold_the_parquet_folders_rows(spark_job.main, f"s3://{s3_bucket}", s3_env)

@@ -61,3 +61,9 @@ def test_with_the_extra_installed_nothing_is_in_the_way():
     skip_without("spark")
     result = run_hiding("", "-m", "runners.spark_job", "--help")
     assert result.returncode == 0 and "--udf" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("table_format, hidden", [("delta", "deltalake"), ("iceberg", "pyiceberg")])
+def test_a_table_format_without_its_extra_is_one_line_before_any_work(table_format, hidden):
+    result = run_hiding(hidden, "-m", "runners.local_job", "--table-format", table_format, "--workers", "0")
+    assert_one_line(result, f"--table-format {table_format} needs the {hidden} package", f"pip install -e '.[{table_format}]'")

@@ -28,6 +28,10 @@ from job.errors import JobError
         ({"arch": "resnet51"}, "--arch must be one of resnet50, resnet18"),
         ({"embeddings": "yes"}, "--embeddings must be one of off, with, only, got 'yes'"),
         ({"embedding_dtype": "float64"}, "--embedding-dtype must be one of float16, float32"),
+        ({"table_format": "hudi"}, "--table-format must be one of parquet, delta, iceberg, got 'hudi'"),
+        ({"table_format": "delta", "embedding_dtype": "float16"}, ("--embedding-dtype float16 with --table-format delta: "
+                                                                   "the format has no float16 type")),
+        ({"table_format": "iceberg", "time_travel_days": -1}, "--time-travel-days must be 0 or more, got -1"),
         ({"crop": 0}, "--crop: the recipe's crop must be a positive whole number of pixels, got 0"),
         ({"resize": 200, "crop": 224}, "--resize/--crop: the recipe needs crop <= resize"),
         ({"mean": (124.0, 116.0, 104.0)}, "--mean: the recipe's mean must be in [0, 1] per channel, got (124.0, 116.0, 104.0); "

@@ -1,0 +1,98 @@
+"""The table formats' commits without an engine: one version a run, at most once per run number, old parts kept for time
+travel and deleted after --time-travel-days, and tables that are not ours refused before any work."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from job.config import JobConfig
+from job.errors import JobError
+from job.input.data_files import FileIdentity
+from job.output.commit import commit_run
+from job.output.formats import TableState, format_module
+from job.output.parts import part_name
+from job.output.table import Snapshot, TableFile
+from storage import resolve
+from tests.integration.table_scenarios import read_delta
+
+SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("error", pa.string())])
+
+
+def write_parts(out: str, *names: str) -> None:
+    for name in names:
+        pq.write_table(pa.table({"id": [f"{name}-0", f"{name}-1"], "error": [None, None]}, schema=SCHEMA), f"{out}/{name}.parquet")
+
+
+def snapshot(parts: list[str], number: int, version: int | None, retired: dict | None = None) -> Snapshot:
+    files = {f"{p}.in": TableFile(f"{p}.parquet", FileIdentity(1, 1), 2, 0) for p in parts}
+    return Snapshot(files, {}, None, number=number, version=version, retired=retired or {})
+
+
+def ids_at(table_format: str, out: str, version: int | None = None) -> set[str]:
+    if table_format == "delta":
+        return set(read_delta(out, None, version).column("id").to_pylist())
+    from pyiceberg.table import StaticTable
+
+    where = f"file://{out}" if version is None else f"file://{out}/metadata/v{version}.metadata.json"
+    return set(StaticTable.from_metadata(where).scan().to_arrow().column("id").to_pylist())
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_run_is_one_version_committed_once_and_its_removed_parts_wait_for_time_travel(tmp_path, table_format):
+    out = str(tmp_path)
+    config = JobConfig(input="/nowhere/in", output=out, table_format=table_format)
+    write_parts(out, "a", "b", "c")
+    output = resolve(out)
+    first = commit_run(output, config, None, {"a.parquet": 2, "b.parquet": 2, "c.parquet": 2}, [], SCHEMA, "run-1")
+    assert (first.number, first.delete, first.retired) == (1, (), {})
+    before = snapshot(["a", "b", "c"], 1, first.version)
+    write_parts(out, "b2", "d")
+    table = {"a.parquet": 2, "b2.parquet": 2, "d.parquet": 2}
+    night = commit_run(output, config, before, table, ["b.parquet", "c.parquet"], SCHEMA, "run-2")
+    assert night.version == first.version + 1 and set(night.retired) == {"b.parquet", "c.parquet"} and night.delete == ()
+    assert ids_at(table_format, out) == {"a-0", "a-1", "b2-0", "b2-1", "d-0", "d-1"}
+    assert ids_at(table_format, out, first.version) == {"a-0", "a-1", "b-0", "b-1", "c-0", "c-1"}  # time travel
+    if table_format == "iceberg":  # as if that run died between its metadata file and the hint naming it
+        (tmp_path / "metadata" / "version-hint.text").write_text(str(first.version))
+    retried = commit_run(output, config, before, table, ["b.parquet", "c.parquet"], SCHEMA, "run-2-resumed")
+    assert retried.version == night.version, "a run's commit was applied twice"
+    assert ids_at(table_format, out) == {"a-0", "a-1", "b2-0", "b2-1", "d-0", "d-1"}  # the latest, as readers find it
+    format_module(table_format).require_ours(output, None, SCHEMA, TableState(1, first.version))  # our own commit: no conflict
+    after = snapshot(["a", "b2", "d"], 2, night.version, night.retired)
+    expired = commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
+                         after, table, [], SCHEMA, "run-3")
+    assert expired.version == night.version and expired.retired == {} and expired.delete == ("b.parquet", "c.parquet")
+    if table_format == "iceberg":  # a commit with no time travel keeps only its own snapshot
+        write_parts(out, "e")
+        later = snapshot(["a", "b2", "d"], 3, night.version)
+        commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
+                   later, {**table, "e.parquet": 2}, [], SCHEMA, "run-4")
+        from job.output.formats.iceberg import static_table
+
+        assert len(static_table(output, None).metadata.snapshots) == 1
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_table_of_other_columns_or_another_writers_commit_is_refused(tmp_path, table_format):
+    out = str(tmp_path)
+    write_parts(out, "a", "b")
+    output, module = resolve(out), format_module(table_format)
+    config = JobConfig(input="/nowhere/in", output=out, table_format=table_format)
+    first = commit_run(output, config, None, {"a.parquet": 2}, [], SCHEMA, "run-1")
+    other = pa.schema([*SCHEMA, pa.field("label", pa.int64())])
+    with pytest.raises(JobError, match=f"is an? {table_format.capitalize()} table of other columns"):
+        module.require_ours(output, None, other, None)
+    # Another writer's commit: not our run 2 (ours are numbered by run), so not one a --resume would finish.
+    commit_run(output, config, snapshot(["a"], 41, first.version), {"a.parquet": 2, "b.parquet": 2}, [], SCHEMA, "theirs")
+    with pytest.raises(JobError, match="another writer committed"):
+        module.require_ours(output, None, SCHEMA, TableState(1, first.version))
+
+
+def test_parts_of_a_table_format_are_a_new_object_per_input_version_and_the_plain_folders_names_stay():
+    assert part_name("/in", "/in/x.parquet") == f"part-x-{hashlib.sha1(b'x.parquet').hexdigest()[:8]}.parquet"
+    one, two = (part_name("/in", "/in/x.parquet", FileIdentity(10, t)) for t in (1, 2))
+    assert one != two and one.startswith(part_name("/in", "/in/x.parquet").removesuffix(".parquet") + "-")
