@@ -11,8 +11,10 @@ fi
 if ! command -v rsync >/dev/null 2>&1; then  # tests/deploy: what `ray up` uploads, as Ray's rsync call would
   apt-get update -qq && apt-get install -y -qq rsync
 fi
+# The two environments install side by side: each pip spends much of its time waiting on downloads and disk.
+(python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -q -r tests/deploy/requirements-checkov.txt) &
+checkov=$!
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[dev]" -r requirements/deploy.txt
-python3 -m venv .venv-checkov
-.venv-checkov/bin/pip install -q -r tests/deploy/requirements-checkov.txt
+wait "$checkov"
