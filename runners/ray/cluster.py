@@ -83,14 +83,8 @@ class RaySession:
             self.reaper.stop()
 
     def devices(self) -> Devices:
-        """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        if not gpus:
-            return Devices("cpu")
-        kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
-        # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
-        return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
+        """What the predictors will run on (``cluster_devices``)."""
+        return cluster_devices()
 
     @staticmethod
     def unwrap_errors(run: Callable[[], T]) -> T:
@@ -113,6 +107,17 @@ class RaySession:
                 kind, text = found[-1]
                 raise {"JobError": JobError, "StorageError": StorageError}[kind](text) from e
             raise
+
+
+def cluster_devices() -> Devices:
+    """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    if not gpus:
+        return Devices("cpu")
+    kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
+    # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
+    return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
 
 
 @dataclass(frozen=True)
@@ -148,13 +153,14 @@ class Scaling:
         return dataclasses.asdict(self)
 
 
-def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int) -> Scaling:
-    """Size both actor pools from the cluster (or the options) and the number of input files."""
+def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int | None) -> Scaling:
+    """Size both actor pools from the cluster (or the options) and the number of input files (None: not known, the API)."""
     resources, available = ray.cluster_resources(), ray.available_resources()
     gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
     classify = gpu_actors or max(gpus, 1)
     # A file is the unit of work: a decoder more than there are files would only idle.
-    preprocess = min(cpu_actors or max(1, cpus - classify - RESERVED_CPUS), max(files, 1))
+    preprocess = cpu_actors or max(1, cpus - classify - RESERVED_CPUS)
+    preprocess = preprocess if files is None else min(preprocess, max(files, 1))
     # What fits now; an autoscaling cluster grows the pool towards the maximum as nodes join.
     initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
     if gpus == 0:
