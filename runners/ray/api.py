@@ -1,8 +1,6 @@
 """``classify``: the job's preprocessing and model as one step of a user's Ray Data pipeline.
 
-    import sys
-
-import ray
+    import ray
     from ray.data.expressions import col
     from runners.ray.api import classify
 
@@ -18,6 +16,8 @@ parts, manifest, lease, resume and incremental runs stay the command's.
 """
 
 from __future__ import annotations
+
+import sys
 
 import ray
 

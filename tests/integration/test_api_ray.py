@@ -41,10 +41,12 @@ def test_a_users_pipeline_gives_the_commands_rows(tmp_path):
     assert {row["id"] for row in user_rows if row["error"]} == set(bad)  # bad images are rows, not failed blocks
 
 
-def test_rows_without_ids_get_unique_ids_and_a_bad_option_is_one_line_before_any_work():
+def test_rows_without_ids_get_unique_ids_and_a_bad_option_is_one_line_before_any_work(capsys):
     images = ray.data.from_arrow(pa.table({"picture": [b"not an image", b""]}))
     rows = classify(images, weights="random", image_column="picture").take_all()
     assert len({row["id"] for row in rows}) == 2 and all(row["error"] for row in rows)
+    classify(images, weights="random", num_cpu_actors=2)  # planned, not run: 2 decoders + 1 model take the 3 CPUs
+    assert "classify: its 2 decoder and 1 model actors take all 3 CPUs of the Ray cluster" in capsys.readouterr().err
     with pytest.raises(JobError, match="^precision='fp8'|^--precision must be one of"):
         classify(images, weights="random", precision="fp8")
     with pytest.raises(JobError, match="^input='x': not an option of classify"):
