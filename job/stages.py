@@ -93,11 +93,15 @@ class Preprocess:
             for start, ids, records in read_planned(plan, index, batch_rows):
                 files, rows = positions(index, start, len(ids))
                 yield self(ids, records, files, rows)
-                device = self.feedback() if self.feedback is not None else None
-                if device is not None:
-                    self.router.feedback(device)
+                self.listen()
         except DataError as e:
             yield PixelBatch([""], np.empty((0, self.recipe.crop, self.recipe.crop, 3), np.uint8), [str(e)], *failure_positions())
+
+    def listen(self) -> None:
+        """Between batches: the device's latest word (``--decode auto``) moves the router's split."""
+        device = self.feedback() if self.feedback is not None else None
+        if device is not None:
+            self.router.feedback(device)
 
     def __call__(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None = None,
                  rows: np.ndarray | None = None) -> Batch:

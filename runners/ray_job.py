@@ -2,7 +2,8 @@
 
     python -m runners.ray_job --input s3://bucket/images/ --output s3://bucket/preds/
 
-The pipeline is one chained expression: the planned input files -> ``RayPreprocess`` (a CPU
+The pipeline is one chained expression (its stages in ``runners.ray.stages``, the classification
+shared with the API, ``runners.ray.api``): the planned input files -> ``RayPreprocess`` (a CPU
 actor pool that reads each file and decodes, resizes and crops to uint8) -> ``RayClassify`` (a
 fixed pool of one actor per GPU, model loaded once per actor) -> the driver, which consumes
 the stream of predictions (about 100 bytes a row) and commits each input file's part the
@@ -22,14 +23,8 @@ their (input file, position), so each row is committed once.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import warnings
-from collections.abc import Iterator
-from contextlib import closing, nullcontext
-
-import numpy as np
-import pyarrow as pa
+from contextlib import closing
 
 from runners import require_extra
 
@@ -37,94 +32,30 @@ require_extra("ray", __name__)  # before ray's import: a missing extra is one li
 import ray  # noqa: E402
 
 from job.cli import non_negative_seconds, positive_int
-from job.config import JobConfig
 from job.driver import commands
 from job.engine import Engine, EngineRun, Job
-from job.execution import Capabilities, Execution
-from job.feedback import IdleMeter
+from job.execution import Capabilities
 from job.output.parts import FILE, PartCollector
-from job.input.plan import InputPlan
-from job.stages import Classify, Preprocess
 from job.timeline import device_seconds_of
 from runners.ray.accelerators import CUDA, Accelerator
-from runners.ray.blocks import batch_of, block_of
 from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
-from runners.ray.feedback import BoardReader, poster, start_board
-from runners.ray.placement import placement_summary, record_placement, start_registry
+from runners.ray.feedback import start_board
+from runners.ray.placement import placement_summary, start_registry
+from runners.ray.stages import RayClassify, RayPreprocess, classify_stage, preprocess_stage
 
-# Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
-PREPROCESS_BATCH_ROWS = 64
-
-
-class RayPreprocess:
-    """CPU actor: read each planned input file and yield preprocessed blocks. Imports no torch."""
-
-    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, run_id: str) -> None:
-        record_placement(run_id, "preprocess")
-        self.plan = plan
-        # --decode auto: the predictors' word on how hungry the device is, for this decoder's router.
-        self.preprocess = Preprocess(config, execution, BoardReader(run_id) if execution.auto_adapts else None)
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
-        for index in batch[FILE].tolist():
-            for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS):
-                yield block_of(block)
-
-
-class RayClassify:
-    """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device."""
-
-    def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
-        import torch  # here, not at the top: the decoders import this module too, and must not load torch
-
-        # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
-        self.classify = Classify(config, execution)
-        self.crop = execution.recipe.crop
-        decoder = self.classify.device_stage.decoder.name if execution.decode != "cpu" else None
-        record_placement(run_id, "classify", device=str(self.classify.predictor.device), compiled=execution.compile,
-                         decoder=decoder)
-        if execution.device == "cpu":
-            # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
-            # bottleneck by far, so let it use the node's cores.
-            torch.set_num_threads(os.cpu_count() or 1)
-        actor = ray.get_runtime_context().get_actor_id()
-        self.meter = IdleMeter(poster(run_id, actor), concurrency) if execution.auto_adapts else nullcontext()
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        with self.meter:
-            return self.classify(batch_of(batch, self.crop))
+__all__ = ["ENGINE", "RayClassify", "RayPreprocess", "build_dataset", "cli", "main"]
 
 
 def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
-    """The pipeline: planned files -> ``RayPreprocess`` -> ``classify`` (``RayClassify``, or a stand-in)."""
+    """The pipeline: planned files -> ``RayPreprocess`` -> ``classify`` (``RayClassify``, or a stand-in).
+
+    The classification stage is the API's (``runners.ray.api.classify``): one pipeline, two ways in.
+    """
     files = [{FILE: index} for index in range(len(job.pending.files))]
-    with warnings.catch_warnings():
-        # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
-        # deprecation warning would greet every run with nothing for the user to change.
-        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
-        decoded = ray.data.from_items(files, override_num_blocks=len(files)).map_batches(
-            RayPreprocess,
-            batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
-            compute=scaling.preprocess_pool(),
-            num_cpus=1,
-            # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
-            # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
-            # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
-            # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
-            # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
-            # label_selector, has no "node without a GPU" selector (only in / not in, of values).
-            scheduling_strategy="DEFAULT",
-            fn_constructor_kwargs={"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id},
-        )
-    return decoded.map_batches(
-        classify,
-        batch_size=scaling.batch_size,
-        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
-        compute=scaling.classify_pool(),
-        **scaling.predictor_resources(),
-        fn_constructor_kwargs={"config": job.config, "execution": job.execution, "run_id": job.run_id,
-                               "concurrency": scaling.calls_per_predictor},
-    )
+    kwargs = {"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id}
+    # batch_size=1: one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks.
+    decoded = preprocess_stage(ray.data.from_items(files, override_num_blocks=len(files)), RayPreprocess, scaling, 1, kwargs)
+    return classify_stage(decoded, job.config, job.execution, scaling, job.run_id, classify)
 
 
 def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, float]:

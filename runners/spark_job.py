@@ -43,6 +43,7 @@ from job.errors import DataError, JobError
 from job.execution import Capabilities
 from job.output.parts import FILE, ROW
 from job.timeline import DEVICE_SECONDS
+from runners.spark.prefetch import DEFAULT_PREFETCH
 from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark.udfs import (
     PIXELS_SCHEMA,
@@ -58,9 +59,6 @@ from storage import StorageError
 
 # The last line of a Python traceback raised by our storage layer in a worker.
 _WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULTILINE)
-# One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
-# deeper queues only hold more memory once decode keeps up.
-DEFAULT_PREFETCH = 1
 FILE_SCHEMA = f"{FILE} int"
 ACCUMULATOR_POLL_SECONDS = 1.0  # how often the progress display reads the tasks' rows
 

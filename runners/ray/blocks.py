@@ -3,7 +3,7 @@
 Every block has one schema, whatever the decode mode, so Ray can join blocks into a model
 batch freely: ``id``, ``error``, ``pixels`` (binary: a row's crop x crop x 3 uint8 pixels when a
 CPU decoded it, else null) and ``image`` (binary: the JPEG when the device decodes it, else
-null), plus each row's input file and position. Null cells take no bytes, and the pixels of a
+null), plus each row's input file and position (the command's rows; the API's have none). Null cells take no bytes, and the pixels of a
 block's (or a joined batch's) decoded rows lie back to back in one buffer, so the predictor
 reads them as one (K, crop, crop, 3) array without a copy per row.
 """
@@ -34,13 +34,14 @@ def block_of(batch: Batch) -> pa.Table:
         pixels, images, errors = batch.pixels, pa.nulls(rows, pa.binary()), batch.errors
     table = pa.table({"id": pa.array(batch.ids, pa.string()), "error": pa.array(errors, pa.string()),
                       PIXELS: _pixels_column(rows, decoded, pixels), ENCODED: images})
-    return with_position(table, batch.files, batch.rows)
+    return table if batch.files is None else with_position(table, batch.files, batch.rows)
 
 
 def batch_of(table: pa.Table, crop: int) -> Batch:
     """The typed batch back from a (possibly joined) block of ``crop`` x ``crop`` pixels: a ``SplitBatch`` when any row is still encoded."""
     ids, errors = table.column("id").to_pylist(), table.column("error").to_pylist()
-    files, rows = table.column(FILE).to_numpy(), table.column(ROW).to_numpy()
+    # The API's rows have no input file and position (the command's always do).
+    files, rows = (table.column(FILE).to_numpy(), table.column(ROW).to_numpy()) if FILE in table.column_names else (None, None)
     pixels_column = table.column(PIXELS).combine_chunks()
     pixels = _pixels_of(pixels_column, crop)
     encoded = table.column(ENCODED)

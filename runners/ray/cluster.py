@@ -100,21 +100,14 @@ class RaySession:
             self.reaper.stop()
 
     def devices(self) -> Devices:
-        """Says which cluster the run is on; then, once the GPUs asked for came, the cluster's GPUs
-        (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
+        """Says which cluster the run is on; then, once the GPUs asked for came, what the predictors run on
+        (``cluster_devices``)."""
         print(f"ray: {self._which()} ({describe_cluster(self.accelerator)})", file=sys.stderr, flush=True)
         if self.gpu_actors:
             can_grow = not (self.owned and self.target == LOCAL)
             self.requested = can_grow and self.accelerator.count() < self.gpu_actors
             wait_for(self.accelerator, self.gpu_actors, self.gpu_wait_s, can_grow=can_grow)
-        if not self.accelerator.count():
-            return Devices("cpu")
-        if not self.accelerator.is_gpu:
-            return Devices(self.accelerator.device)
-        resources = ray.cluster_resources()
-        kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
-        # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
-        return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
+        return cluster_devices(self.accelerator)
 
     def _local_options(self) -> dict:
         """A new local Ray starts its dashboard (with ray[default]) only for --verbose: it costs the run's start-up
@@ -149,6 +142,18 @@ class RaySession:
                 kind, text = found[-1]
                 raise {"JobError": JobError, "StorageError": StorageError}[kind](text) from e
             raise
+
+
+def cluster_devices(accelerator: Accelerator = CUDA) -> Devices:
+    """The cluster's GPUs (type from Ray's ``accelerator_type:`` resource), or CPU when it has none."""
+    if not accelerator.count():
+        return Devices("cpu")
+    if not accelerator.is_gpu:  # a stand-in resource (tests without CUDA): its device, no GPU type
+        return Devices(accelerator.device)
+    resources = ray.cluster_resources()
+    kinds = sorted(key.split(":", 1)[1] for key in resources if key.startswith(ACCELERATOR_TYPE))
+    # Mixed types: no one name, so the plan takes what every GPU runs (fp16 rather than bf16).
+    return Devices("cuda", kinds[0] if len(kinds) == 1 else None)
 
 
 @dataclass(frozen=True)
@@ -193,14 +198,15 @@ class Scaling:
         return dataclasses.asdict(self)
 
 
-def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int,
+def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int | None,
                  accelerator: Accelerator = CUDA) -> Scaling:
-    """Size both actor pools from the cluster (or the options) and the number of input files."""
+    """Size both actor pools from the cluster (or the options) and the number of input files (None: not known, the API)."""
     resources, available = ray.cluster_resources(), ray.available_resources()
     gpus, cpus = int(resources.get(accelerator.resource, 0)), int(resources.get("CPU", 1))
     classify = gpu_actors or max(gpus, 1)
     # A file is the unit of work: a decoder more than there are files would only idle.
-    preprocess = min(cpu_actors or max(1, cpus - classify - RESERVED_CPUS), max(files, 1))
+    preprocess = cpu_actors or max(1, cpus - classify - RESERVED_CPUS)
+    preprocess = preprocess if files is None else min(preprocess, max(files, 1))
     # What fits now; an autoscaling cluster grows the pool towards the maximum as nodes join.
     initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
     if gpus == 0:

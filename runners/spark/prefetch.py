@@ -11,6 +11,10 @@ import queue
 import threading
 from collections.abc import Iterator
 
+# One batch read ahead overlaps decode with the model (the benchmark's best Spark variant);
+# deeper queues only hold more memory once decode keeps up.
+DEFAULT_PREFETCH = 1
+
 
 def prefetched(items: Iterator, depth: int) -> Iterator:
     """Run ``items`` in a thread, ``depth`` items ahead (decode overlaps the model); 0: inline.

@@ -144,22 +144,28 @@ class SparkSessionFor:
         if self.quiet_interrupt is not None:
             self.quiet_interrupt.__exit__(*exc)
 
-    def gives_gpus(self) -> bool:
-        """Whether Spark gives each task a GPU (read from the session, once it runs)."""
-        return self.session.conf.get("spark.task.resource.gpu.amount", None) is not None
-
     def devices(self) -> Devices:
-        """A GPU per task when Spark gives tasks GPUs (its type read by one probe task), else the CPU."""
-        if not self.gives_gpus():
-            print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU", file=sys.stderr)
-            return Devices("cpu")
-        name = self.session.sparkContext.parallelize([0], 1).map(lambda _: device_name()).first()
-        if name is None:
-            raise JobError("Spark gives each task a GPU (spark.task.resource.gpu.amount), but CUDA is not usable on the "
-                           "executors: install a torch built for their CUDA driver")
-        return Devices("cuda", name)
+        """What each task's model runs on (``session_devices``)."""
+        return session_devices(self.session)
 
     def tune(self, key: str, value: str) -> None:
         """Set a runtime SQL setting on a session the job started; a session someone else made keeps theirs."""
         if self.owned:
             self.session.conf.set(key, value)
+
+
+def gives_gpus(spark: SparkSession) -> bool:
+    """Whether Spark gives each task a GPU."""
+    return spark.conf.get("spark.task.resource.gpu.amount", None) is not None
+
+
+def session_devices(spark: SparkSession) -> Devices:
+    """A GPU per task when Spark gives tasks GPUs (its type read by one probe task), else the CPU."""
+    if not gives_gpus(spark):
+        print("no spark.task.resource.gpu.amount set: each Python worker runs the model on CPU", file=sys.stderr)
+        return Devices("cpu")
+    name = spark.sparkContext.parallelize([0], 1).map(lambda _: device_name()).first()
+    if name is None:
+        raise JobError("Spark gives each task a GPU (spark.task.resource.gpu.amount), but CUDA is not usable on the "
+                       "executors: install a torch built for their CUDA driver")
+    return Devices("cuda", name)

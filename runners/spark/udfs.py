@@ -1,6 +1,6 @@
 """The executor side of the Spark job: functions Spark ships to its Python workers.
 
-Use it through ``runners.spark_job``; nothing here starts or configures Spark. Every function
+Use it through ``runners.spark_job`` (the API's rows: ``runners.spark.rows``); nothing here starts or configures Spark. Every function
 gets the run's ``Job`` (``job.driver``): its config, its decided ``Execution`` and the files to run.
 
 - ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of planned
@@ -129,6 +129,18 @@ def _stats(partition: int, attempt: int, rows: int, done_at: float, parts: int, 
     return pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
 
 
+def classified(config: JobConfig, execution: Execution, batches: Callable[[LatestFeedback | None], Iterator[Batch]],
+               prefetch: int) -> Iterator[pa.Table]:
+    """The output rows of ``batches(feedback)``: preprocessed ``prefetch`` batches ahead in a thread while
+    the model (cached per Python worker) runs; shared by the command's tasks and the API's (``runners.spark.rows``)."""
+    # --decode auto: the decode thread and the model share this worker, so the word goes through memory.
+    feedback = LatestFeedback() if execution.auto_adapts else None
+    ready = prefetched(batches(feedback), prefetch)  # reading starts now...
+    classify = cached_classifier(config, execution)  # ...while the model loads (once per Python worker)
+    meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
+    return (_metered(classify, batch, meter) for batch in ready)
+
+
 class ReadAndClassify:
     """``--udf iterator``: read, preprocess, classify and write one partition in one Python pass."""
 
@@ -137,12 +149,8 @@ class ReadAndClassify:
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         job = self.spec.job
-        # --decode auto: the decode thread and the model share this worker, so the word goes through memory.
-        feedback = LatestFeedback() if job.execution.auto_adapts else None
-        batches = prefetched(preprocessed(self.spec, files, feedback), self.spec.prefetch)  # reading starts now...
-        classify = cached_classifier(job.config, job.execution)  # ...while the model loads (once per Python worker)
-        meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-        yield from write_parts(self.spec, (_metered(classify, batch, meter) for batch in batches))
+        tables = classified(job.config, job.execution, lambda feedback: preprocessed(self.spec, files, feedback), self.spec.prefetch)
+        yield from write_parts(self.spec, tables)
 
 
 def _metered(classify: Classify, batch: Batch, meter: AbstractContextManager) -> pa.Table:

@@ -46,3 +46,11 @@ def test_an_all_error_block_has_no_pixels():
     batch = PixelBatch(["a"], np.empty((0, CROP, CROP, 3), np.uint8), ["bad"], np.zeros(1, np.int32), np.arange(1))
     back = batch_of(block_of(batch), CROP)
     assert back.errors == ["bad"] and back.pixels.shape == (0, CROP, CROP, 3)
+
+
+def test_the_apis_rows_have_no_positions_and_come_back_without_them():
+    batch = PixelBatch(["a", "b"], pixels(1, 2), ["bad", None])  # the API's rows: no input file, no position
+    block = block_of(batch)
+    assert block.column_names == ["id", "error", "pixels", "image"]
+    back = batch_of(block, CROP)
+    assert back.files is None and back.rows is None and np.array_equal(back.pixels, batch.pixels)

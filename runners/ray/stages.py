@@ -1,0 +1,133 @@
+"""The Ray pipeline's two actor pools, shared by the command (``runners.ray_job``) and the API (``runners.ray.api``).
+
+- Preprocessing (CPU actors, no torch): ``RayPreprocess`` reads the command's planned input
+  files; ``RayPreprocessRows`` takes the rows of a user's Dataset. Both run ``job.stages.Preprocess``
+  and yield the same blocks (``runners.ray.blocks``), so what follows cannot tell them apart.
+- Classification (``classify_stage``): a fixed pool of ``RayClassify`` actors, one per GPU (CPU
+  when the cluster has none), model loaded once per actor.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import nullcontext
+
+import numpy as np
+import pyarrow as pa
+import ray
+
+from job.api.rows import contract_table, preprocess_rows, unique_ids
+from job.config import JobConfig
+from job.execution import Execution
+from job.feedback import IdleMeter
+from job.input.plan import InputPlan
+from job.output.parts import FILE
+from job.stages import Classify, Preprocess
+from runners.ray.blocks import batch_of, block_of
+from runners.ray.cluster import Scaling
+from runners.ray.feedback import BoardReader, poster
+from runners.ray.placement import record_placement
+
+# Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
+PREPROCESS_BATCH_ROWS = 64
+
+
+class RayPreprocess:
+    """CPU actor: read each planned input file and yield preprocessed blocks. Imports no torch."""
+
+    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, run_id: str) -> None:
+        record_placement(run_id, "preprocess")
+        self.plan = plan
+        # --decode auto: the predictors' word on how hungry the device is, for this decoder's router.
+        self.preprocess = Preprocess(config, execution, BoardReader(run_id) if execution.auto_adapts else None)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
+        for index in batch[FILE].tolist():
+            for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS):
+                yield block_of(block)
+
+
+class RayPreprocessRows:
+    """CPU actor: a block of the user's rows (image column, optional id column) -> one preprocessed block."""
+
+    def __init__(self, config: JobConfig, execution: Execution) -> None:
+        self.preprocess = Preprocess(config, execution)
+
+    def __call__(self, rows: pa.Table) -> pa.Table:
+        return block_of(preprocess_rows(self.preprocess, rows, unique_ids))
+
+
+class RayClassify:
+    """GPU actor (CPU when the cluster has no GPU): the model, loaded once, on one device.
+
+    ``run_id``: the command's run, whose placement registry and ``--decode auto`` board it reports
+    to; None (the API): it reports to none.
+    """
+
+    def __init__(self, config: JobConfig, execution: Execution, run_id: str | None, concurrency: int) -> None:
+        import torch  # here, not at the top: the decoders import this module too, and must not load torch
+
+        # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
+        self.classify = Classify(config, execution)
+        self.crop = execution.recipe.crop
+        if run_id is not None:
+            decoder = self.classify.device_stage.decoder.name if execution.decode != "cpu" else None
+            record_placement(run_id, "classify", device=str(self.classify.predictor.device), compiled=execution.compile,
+                             decoder=decoder)
+        if execution.device == "cpu":
+            # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
+            # bottleneck by far, so let it use the node's cores.
+            torch.set_num_threads(os.cpu_count() or 1)
+        actor = ray.get_runtime_context().get_actor_id()
+        self.meter = IdleMeter(poster(run_id, actor), concurrency) if execution.auto_adapts else nullcontext()
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        with self.meter:
+            return self.classify(batch_of(batch, self.crop))
+
+
+class RayClassifyRows(RayClassify):
+    """``RayClassify`` for the API: the output contract's columns only (no timeline, no positions)."""
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return contract_table(super().__call__(batch), self.classify.execution)
+
+
+def preprocess_stage(dataset: ray.data.Dataset, stage: type, scaling: Scaling, batch_size: int,
+                     constructor_kwargs: dict, batch_format: str = "default") -> ray.data.Dataset:
+    """``dataset`` through a pool of ``stage`` actors (``RayPreprocess`` or ``RayPreprocessRows``), one CPU each."""
+    with warnings.catch_warnings():
+        # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
+        # deprecation warning would greet every run with nothing for the user to change.
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+        return dataset.map_batches(
+            stage,
+            batch_size=batch_size,
+            batch_format=batch_format,
+            compute=scaling.preprocess_pool(),
+            num_cpus=1,
+            # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
+            # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
+            # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
+            # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
+            # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
+            # label_selector, has no "node without a GPU" selector (only in / not in, of values).
+            scheduling_strategy="DEFAULT",
+            fn_constructor_kwargs=constructor_kwargs,
+        )
+
+
+def classify_stage(dataset: ray.data.Dataset, config: JobConfig, execution: Execution, scaling: Scaling,
+                   run_id: str | None, classify: type = RayClassify) -> ray.data.Dataset:
+    """Preprocessed blocks -> output rows, through the fixed pool of ``classify`` actors (``RayClassify`` or a stand-in)."""
+    return dataset.map_batches(
+        classify,
+        batch_size=scaling.batch_size,
+        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
+        compute=scaling.classify_pool(),
+        **scaling.predictor_resources(),
+        fn_constructor_kwargs={"config": config, "execution": execution, "run_id": run_id,
+                               "concurrency": scaling.calls_per_predictor},
+    )

@@ -1,0 +1,57 @@
+"""``classify``: the job's preprocessing and model as a step of a user's Spark pipeline.
+
+    from runners.spark.api import classify
+
+    images = spark.read.table("main.photos.images").where("day = '2026-11-25'")
+    predictions = classify(images, weights="/dbfs/models/resnet50.pt", labels="/dbfs/models/names.txt")
+    predictions.write.mode("append").saveAsTable("main.photos.predictions")
+
+The same Arrow function as ``python -m runners.spark_job --udf iterator`` (``runners.spark.rows``:
+preprocessing read ahead in a thread, the model loaded once per Python worker), planned by the
+same one place (``job.execution.decide``) from the same options with the same defaults, so the
+rows are the command's. It writes nothing and is lazy, like any DataFrame transformation; the
+command's parts, manifest, lease, resume and incremental runs stay the command's.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from job.api import api_config, api_execution
+from job.api.rows import input_columns
+from job.errors import JobError
+from job.execution import Capabilities
+from runners.spark.prefetch import DEFAULT_PREFETCH
+from runners.spark.session import session_devices
+from runners.spark.rows import ClassifyRows, spark_fields
+
+
+def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: object) -> DataFrame:
+    """``df``'s rows classified: one output row per input row, the output contract's columns.
+
+    ``df``: a binary column of encoded images (``image_column="image"``; raw uint8 pixels with
+    ``raw_shape=(H, W, C)`` or height/width/channels columns) and, optionally, a column of ids
+    (``id_column="id"``, any type, read as a string; without one each row gets a unique id, and
+    the other columns are not carried over: keep an id column to join them back).
+
+    Returns a DataFrame of ``id``, ``label``, ``label_name``, ``score``, ``topk_labels``,
+    ``topk_label_names``, ``topk_scores`` (unless ``embeddings="only"``), ``embedding`` (an array of
+    float, Spark having no float16, with ``embeddings="with"|"only"``) and ``error`` (null when
+    classified; else why not: a bad image is a row, never a failed task).
+
+    ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with its
+    defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings``, ``batch_size``, ``decode``,
+    ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``, ``std``, ``s3_endpoint_url``...
+    ``prefetch``: batches decoded ahead while the model runs, as the command's ``--prefetch``.
+    Tasks get GPUs as the command's do (``spark.task.resource.gpu.amount``: docs/SPARK.md).
+    A bad option raises ``job.errors.JobError`` here, one line naming it and the fix, before any work.
+    """
+    if prefetch < 0:
+        raise JobError(f"prefetch={prefetch}: pass 0 (no read-ahead) or more batches")
+    config = api_config(options)
+    execution = api_execution(config, Capabilities(), session_devices(df.sparkSession), engine="spark")
+    columns = input_columns(df.columns, config.image_column, config.id_column)
+    schema = from_arrow_schema(pa.schema(spark_fields(execution)))
+    return df.select(*columns).mapInArrow(ClassifyRows(config, execution, prefetch), schema)
