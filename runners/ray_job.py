@@ -50,7 +50,7 @@ from runners.ray.accelerators import CUDA, Accelerator
 from runners.ray.blocks import batch_of, block_of
 from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
 from runners.ray.feedback import BoardReader, poster, start_board
-from runners.ray.placement import placement_summary, record_placement, start_registry
+from runners.ray.placement import alive_nodes, placement_summary, record_placement, recovery, start_registry
 
 # Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
 PREPROCESS_BATCH_ROWS = 64
@@ -95,15 +95,16 @@ class RayClassify:
             return self.classify(batch_of(batch, self.crop))
 
 
-def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
-    """The pipeline: planned files -> ``RayPreprocess`` -> ``classify`` (``RayClassify``, or a stand-in)."""
+def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify,
+                  preprocess: type = RayPreprocess) -> ray.data.Dataset:
+    """The pipeline: planned files -> ``preprocess`` -> ``classify`` (``RayPreprocess``, ``RayClassify``, or stand-ins)."""
     files = [{FILE: index} for index in range(len(job.pending.files))]
     with warnings.catch_warnings():
         # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
         # deprecation warning would greet every run with nothing for the user to change.
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
         decoded = ray.data.from_items(files, override_num_blocks=len(files)).map_batches(
-            RayPreprocess,
+            preprocess,
             batch_size=1,  # one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks
             compute=scaling.preprocess_pool(),
             num_cpus=1,
@@ -145,19 +146,22 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
     return collector, device_seconds
 
 
-def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify) -> EngineRun:
-    """Run the pipeline on the pending files (``classify``: ``RayClassify``, or a stand-in); job.driver does the rest."""
+def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify,
+               preprocess: type = RayPreprocess) -> EngineRun:
+    """Run the pipeline on the pending files (each stage's actor: ours, or a test's stand-in); job.driver does the rest."""
     scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
                            session.accelerator)
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
+    nodes = alive_nodes()
     try:
         with session.running():
-            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
+            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify, preprocess), job))
         placement, chosen = placement_summary(helpers[0], session.accelerator.resource)
     finally:
         for actor in helpers:
             ray.kill(actor)
-    settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {})}
+    settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {}),
+                "recovery": recovery(nodes, placement, collector.repeated)}
     return EngineRun(settings=settings, progress=collector.progress, device_seconds=device_seconds,
                      predictors=scaling.classify_actors)
 
