@@ -40,21 +40,22 @@ from job.timeline import device_seconds_of
 from runners.ray.accelerators import CUDA, Accelerator
 from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
 from runners.ray.feedback import start_board
-from runners.ray.placement import placement_summary, start_registry
+from runners.ray.placement import alive_nodes, placement_summary, recovery, start_registry
 from runners.ray.stages import RayClassify, RayPreprocess, classify_stage, preprocess_stage
 
 __all__ = ["ENGINE", "RayClassify", "RayPreprocess", "build_dataset", "cli", "main"]
 
 
-def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify) -> ray.data.Dataset:
-    """The pipeline: planned files -> ``RayPreprocess`` -> ``classify`` (``RayClassify``, or a stand-in).
+def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify,
+                  preprocess: type = RayPreprocess) -> ray.data.Dataset:
+    """The pipeline: planned files -> ``preprocess`` -> ``classify`` (``RayPreprocess``, ``RayClassify``, or stand-ins).
 
     The classification stage is the API's (``runners.ray.api.classify``): one pipeline, two ways in.
     """
     files = [{FILE: index} for index in range(len(job.pending.files))]
     kwargs = {"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id}
     # batch_size=1: one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks.
-    decoded = preprocess_stage(ray.data.from_items(files, override_num_blocks=len(files)), RayPreprocess, scaling, 1, kwargs)
+    decoded = preprocess_stage(ray.data.from_items(files, override_num_blocks=len(files)), preprocess, scaling, 1, kwargs)
     return classify_stage(decoded, job.config, job.execution, scaling, job.run_id, classify)
 
 
@@ -76,19 +77,22 @@ def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, f
     return collector, device_seconds
 
 
-def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify) -> EngineRun:
-    """Run the pipeline on the pending files (``classify``: ``RayClassify``, or a stand-in); job.driver does the rest."""
+def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify,
+               preprocess: type = RayPreprocess) -> EngineRun:
+    """Run the pipeline on the pending files (each stage's actor: ours, or a test's stand-in); job.driver does the rest."""
     scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
                            session.accelerator)
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
+    nodes = alive_nodes()
     try:
         with session.running():
-            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify), job))
+            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify, preprocess), job))
         placement, chosen = placement_summary(helpers[0], session.accelerator.resource)
     finally:
         for actor in helpers:
             ray.kill(actor)
-    settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {})}
+    settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {}),
+                "recovery": recovery(nodes, placement, collector.repeated)}
     return EngineRun(settings=settings, progress=collector.progress, device_seconds=device_seconds,
                      predictors=scaling.classify_actors)
 

@@ -188,6 +188,7 @@ class PartCollector:
         self.open: dict[int, _FileRows] = {}
         self.committed: set[int] = set()
         self.progress: list[tuple[float, int]] = []  # (when the model did them, rows that were new): the job's timeline
+        self.repeated = 0  # rows that came again (a block redone after a worker or node was lost), dropped
 
     def add(self, table: pa.Table) -> list[tuple[str, int]]:
         """Take rows (with FILE and ROW columns); returns (name, rows) of the parts this committed.
@@ -198,12 +199,14 @@ class PartCollector:
         for index in np.unique(table.column(FILE).to_numpy()).tolist():
             if index == FAILED:
                 continue  # raised below, once the rows beside it are in
-            if index in self.committed:
-                continue  # a re-executed block of a file already written: nothing new in it
             rows = table.filter(pc.equal(table.column(FILE), index))
+            if index in self.committed:
+                self.repeated += rows.num_rows  # a re-executed block of a file already written: nothing new in it
+                continue
             file = self.files[index]
             pending = self.open.setdefault(index, _FileRows(file.rows))
             new.append(pending.add(rows))
+            self.repeated += rows.num_rows - new[-1].num_rows
             if pending.complete:
                 done.append((self.parts.write(file, pending.table()), file.rows))
                 del self.open[index]

@@ -16,6 +16,7 @@ import ray
 
 from job.feedback import WINDOW_S
 from preprocess.routing import DeviceFeedback
+from runners.ray.placement import on_driver_node
 
 BOARD_NAME = "batch-inference-decode-board"
 
@@ -37,7 +38,7 @@ class DecodeBoard:
 
 
 def start_board(run_id: str) -> ray.actor.ActorHandle:
-    return DecodeBoard.options(name=f"{BOARD_NAME}-{run_id}").remote()
+    return DecodeBoard.options(name=f"{BOARD_NAME}-{run_id}", scheduling_strategy=on_driver_node()).remote()
 
 
 def poster(run_id: str, predictor: str) -> Callable[[DeviceFeedback], None]:

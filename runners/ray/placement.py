@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 REGISTRY_NAME = "batch-inference-placement"
 
@@ -29,8 +30,17 @@ class PlacementRegistry:
         return self.nodes, self.facts
 
 
+def on_driver_node() -> NodeAffinitySchedulingStrategy:
+    """Where the run's own helper actors go: the driver's node, which lives as long as the run does.
+
+    Ray puts a no-CPU actor on any node, a worker's too; a worker node lost mid-run would take
+    the helper with it, and every stage actor restarted after the loss asks for it by name.
+    """
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+
 def start_registry(run_id: str) -> ray.actor.ActorHandle:
-    return PlacementRegistry.options(name=f"{REGISTRY_NAME}-{run_id}").remote()
+    return PlacementRegistry.options(name=f"{REGISTRY_NAME}-{run_id}", scheduling_strategy=on_driver_node()).remote()
 
 
 def record_placement(run_id: str, stage: str, **facts: object) -> None:
@@ -58,3 +68,19 @@ def distinct_values(values: Iterable[object]) -> list:
     """Each value once, as JSON writes it (``False`` stays false, ``None`` null), in a stable order."""
     unique = {json.dumps(value, sort_keys=True, default=str): value for value in values}
     return [unique[key] for key in sorted(unique)]
+
+
+def alive_nodes() -> set[str]:
+    return {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
+
+
+def recovery(alive_at_start: set[str], placement: dict[str, list[dict]], rows_received_twice: int) -> dict:
+    """For the manifest: what the run lost and redid, as far as Ray lets the driver see it.
+
+    ``nodes_lost``: nodes alive when the pipeline started and gone at its end; ``actors_lost``: per
+    stage, the actors started on them (Ray restarted each elsewhere, ``placement`` shows where);
+    ``rows_received_twice``: rows of blocks Ray redid that had already arrived (dropped by the collector).
+    """
+    lost = sorted(alive_at_start - alive_nodes())
+    actors = {stage: sum(p["actors"] for p in nodes if p["node_id"] in lost) for stage, nodes in placement.items()}
+    return {"nodes_lost": lost, "actors_lost": actors, "rows_received_twice": rows_received_twice}

@@ -31,6 +31,7 @@ def test_rows_arriving_interleaved_and_twice_commit_each_file_once_in_input_orde
         collector.check_complete()
     assert collector.add(block(0, 2, 4)) == [(parts.name(files[0]), 6)]
     collector.check_complete()
+    assert collector.repeated == 3 + 1 + 2 + 2  # each row that came again, once per time: the manifest's redone rows
     for index in (0, 1):
         ids = pq.read_table(tmp_path / "out" / parts.name(files[index])).column("id").to_pylist()
         assert ids == [f"f{index}-{i}" for i in range(6)]  # whole, each row once, in input order
@@ -60,3 +61,4 @@ def test_progress_counts_each_new_row_once_per_model_call_at_its_stamp(tmp_path)
     collector.add(stamped)  # re-executed: no new rows, no event
     collector.add(block(0, 3, 3).append_column(MODEL_DONE_AT, pa.array([3.0, 3.0, 3.0])))  # row 3 seen before
     assert collector.progress == [(1.0, 2), (2.0, 2), (3.0, 2)]
+
