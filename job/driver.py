@@ -54,6 +54,7 @@ def main(engine: Engine, argv: Sequence[str] | None = None, *, started_at: float
     args = engine.args_parser().parse_args(argv)
     config = config_from_args(args)
     require_capable(config.decode, engine.capabilities, engine.name)  # before any planning
+    formats.require_installed(config.table_format)
     if engine.check is not None:
         engine.check(args, config)
     return run_job(engine, config, args, started_at)

@@ -30,7 +30,7 @@ from job.input.data_files import input_relpath, list_data_files
 from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.formats import require_format, require_installed
+from job.output.formats import require_format
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import part_name
@@ -86,7 +86,6 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
     (renewed in a thread): close ``job.holding`` to release it. If preparing fails after taking the
     lease, the lease is released here.
     """
-    require_installed(config.table_format)
     config = _with_defaults(config)
     try:
         source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
