@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import nullcontext
 
@@ -80,7 +82,7 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
     )
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
     collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
-    for batch, pixels in loader:
+    for batch, pixels in _started(loader):
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
         with meter:
@@ -90,6 +92,21 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
     collector.check_complete()
     settings = {"workers": workers, "start_method": args.start_method, "device": str(classify.predictor.device)}
     return EngineRun(settings={"local": settings}, progress=collector.progress, device_seconds=device_seconds)
+
+
+def _started(loader: DataLoader) -> Iterator:
+    """``iter(loader)``, its worker processes started with Ctrl-C ignored (a disposition they keep through exec).
+
+    A terminal's Ctrl-C reaches the whole process group; the main process alone answers it (one line,
+    exit 130) and shuts the workers down. A worker still importing would otherwise print a traceback of its own.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return iter(loader)  # signal handlers belong to the main thread
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return iter(loader)  # starts the workers now
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def add_local_arguments(parser: argparse.ArgumentParser) -> None:

