@@ -25,8 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark import Accumulator, SparkContext, TaskContext
-from pyspark.core.broadcast import Broadcast
+from pyspark import Accumulator, Broadcast, SparkContext, TaskContext
 
 from job.config import JobConfig
 from job.engine import Job
