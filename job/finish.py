@@ -16,11 +16,11 @@ import pyarrow.fs as pafs
 
 from job import report
 from job.engine import Engine, EngineRun, Job
-from job.manifest import MANIFEST, InputFiles, Manifest, write_manifest
+from job.manifest import MANIFEST, InputFiles, Manifest, copy_manifest, write_manifest
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import commit_run
-from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, read_index, write_index
+from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, write_index
 from job.output.verify import PartFacts, verify
 from job.prepare import PreparedJob
 from job.timeline import summarize
@@ -37,7 +37,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
     leaving = [*night.removed, *(snapshot.retired if snapshot is not None else ())]
     verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
-                      _known_facts(output, snapshot, by_part, kept_removed, unread), plan.ids_as_text, leaving)
+                      _known_facts(prepared, by_part, kept_removed, unread), plan.ids_as_text, leaving)
     relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
     index = write_index(output, job.run_id, {relpath[part]: facts.hashes for part, facts in verified.facts.items()})
     prepared.lease.check()  # the table is committed only by the run that holds the output
@@ -62,7 +62,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     )
     prepared.lease.check()  # the manifest is written only by the run that holds the output
     write_manifest(output, manifest)
-    write_manifest(output, manifest, f"{HISTORY_DIR}/{job.run_id}.json")
+    copy_manifest(output, f"{HISTORY_DIR}/{job.run_id}.json")
     _tidy(output, committed.delete, index)
     return manifest
 
@@ -74,14 +74,15 @@ def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
             job.parts.write(file, job.parts.schema.empty_table())
 
 
-def _known_facts(output: Location, snapshot: Snapshot | None, by_part: dict[str, str], kept_removed: dict[str, TableFile],
+def _known_facts(prepared: PreparedJob, by_part: dict[str, str], kept_removed: dict[str, TableFile],
                  unread: set[str]) -> dict[str, PartFacts]:
     """What the table already knows of the parts kept unread: rows and errors from the snapshot, ids from the index."""
     if not unread:
         return {}
+    snapshot = prepared.night.snapshot
     assert snapshot is not None and snapshot.index is not None, "parts are kept unread only against a snapshot"
     names = {name: part for name, part in (by_part | {n: e.part for n, e in kept_removed.items()}).items() if part in unread}
-    hashes = read_index(output, snapshot.index, names)
+    hashes = prepared.id_index(snapshot.index).of(names)
     return {part: PartFacts(snapshot.files[name].rows, snapshot.files[name].errored, hashes[name]) for name, part in names.items()}
 
 

@@ -88,11 +88,34 @@ class Manifest:
         return cls(**values)
 
 
+# Past this many output files the manifest is written without indentation (``write_manifest``).
+INDENTED_UP_TO_FILES = 1000
+
+
 def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST) -> str:
-    """Write ``_SUCCESS.json`` (or a copy under ``name``) in one PUT: atomic on S3; returns its URI."""
+    """Write ``_SUCCESS.json`` (or a copy under ``name``) in one PUT: atomic on S3; returns its URI.
+
+    Indented for a person while the output is small; past ``INDENTED_UP_TO_FILES`` files, compact JSON
+    (a third fewer bytes to write and read; ``jq .`` indents it for a person): the same JSON to a reader.
+    """
+    indent = 2 if len(manifest.files) <= INDENTED_UP_TO_FILES else None
+    text = json.dumps(manifest.to_dict(), indent=indent, separators=None if indent else (",", ":"), default=str)
     path = location.join(name)
     with storage_errors(location.uri), location.writer(path) as out:
-        out.write(json.dumps(manifest.to_dict(), indent=2, default=str).encode())
+        out.write(text.encode())
+    return location.uri_of(path)
+
+
+def copy_manifest(location: Location, name: str) -> str:
+    """Copy the written ``_SUCCESS.json`` to ``name`` (its history copy); returns the copy's URI.
+
+    The store copies it (S3: CopyObject, server-side), so the driver uploads a night's manifest once.
+    """
+    path = location.join(name)
+    with storage_errors(location.uri):
+        if not location.is_s3:
+            location.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        location.filesystem.copy_file(location.join(MANIFEST), path)
     return location.uri_of(path)
 
 

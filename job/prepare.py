@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from inference.spec import ModelSpec
@@ -31,6 +31,7 @@ from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
 from job.output.formats import require_format
+from job.output.id_index import IdIndex
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
 from job.output.parts import part_name
@@ -51,6 +52,7 @@ class PreparedJob:
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     night: Night  # what this run does to the output (job.output.night)
+    indexes: dict[str, IdIndex] = field(default_factory=dict, repr=False)  # ``id_index``'s, by name
 
     def part_name(self, file: InputFile) -> str:
         """The part's name of a planned file (``job.output.parts.part_name``; versioned in a table format)."""
@@ -59,6 +61,12 @@ class PreparedJob:
 
     def relpath(self, path: str) -> str:
         return input_relpath(self.plan.location.path, path)
+
+    def id_index(self, name: str) -> IdIndex:
+        """The table's ids index ``name``, read once a run: the night's checks and the final check all ask it."""
+        if name not in self.indexes:
+            self.indexes[name] = IdIndex.read(self.output, name)
+        return self.indexes[name]
 
     @cached_property
     def planned(self) -> dict:
@@ -119,7 +127,7 @@ def _moved(job: PreparedJob, held: prefix.Held, gone: dict, running: list[str]) 
     if held.snapshot is None or held.snapshot.index is None:
         return set()
     new = [job.planned[name] for name in running if job.planned[name].rows]
-    return moved_files(job.plan, new, job.output, held.snapshot.index, {name: e.part for name, e in gone.items()})
+    return moved_files(job.plan, new, job.id_index(held.snapshot.index), {name: e.part for name, e in gone.items()})
 
 
 def _act_on(job: PreparedJob, held: prefix.Held) -> None:
@@ -135,7 +143,7 @@ def _act_on(job: PreparedJob, held: prefix.Held) -> None:
     if job.pending.files and snapshot is not None and snapshot.index is not None and not job.config.skip_id_check:
         kept = {job.relpath(f.path): name for name, f in job.planned.items() if night.kept.get(name, 0) is None}
         kept |= {name: entry.part for name, entry in night.kept_removed.items()}  # --keep-removed: their ids stay too
-        check_new_ids(job.plan, list(job.pending.files), output, snapshot.index, kept)
+        check_new_ids(job.plan, list(job.pending.files), output, job.id_index(snapshot.index), kept)
 
 
 def _with_defaults(config: JobConfig) -> JobConfig:

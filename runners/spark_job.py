@@ -97,13 +97,15 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
     # Arrow batches of one model batch (a runtime SQL setting, on a session the job started only):
     # the Series UDF then sees what the benchmark saw.
     session.tune("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
-    spec = TaskSpec(job, args.prefetch, rows_done=spark.sparkContext.accumulator(0))
+    spec = TaskSpec.of(spark.sparkContext, job, args.prefetch)
     partitions = args.partitions or len(job.pending.files)
     try:
         with following(spec.rows_done):
             stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     except PythonException as e:
         raise storage_error_of(e) or e
+    finally:
+        spec.release()
     failed = [r.error for r in stats if r.error is not None]
     if failed:  # the tasks reported it instead of failing, so Spark did not retry it (runners.spark.udfs.write_parts)
         raise DataError(failed[0])

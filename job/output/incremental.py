@@ -2,8 +2,8 @@
 
 The id check (``job.input.unique_ids``) holds the new and changed input files' ids unique among
 themselves; ``check_new_ids`` holds them against the ids of the parts the run keeps, through the
-table's index (``job.output.table``: every part's ids as 64-bit hashes), so no old part is read unless a
-hash repeats, and then only the parts holding it, to confirm by value.
+table's index (``job.output.id_index``: every part's ids as 64-bit hashes, read once a run), so no old
+part is read unless a hash repeats, and then only the parts holding it, to confirm by value.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import numpy as np
 
 from job.errors import JobError
 from job.input.plan import InputFile, InputPlan
-from job.output.table import read_index
+from job.output.id_index import IdIndex
 from job.input.unique_ids import hashes_of, places_of
 from job.output.verify import ids_hashed_to
 from storage import Location
 
 
-def moved_files(plan: InputPlan, new: list[InputFile], output: Location, index: str, gone: Mapping[str, str]) -> set[str]:
+def moved_files(plan: InputPlan, new: list[InputFile], index: IdIndex, gone: Mapping[str, str]) -> set[str]:
     """Of the input files gone (``gone``: path relative to --input -> its kept part), those whose every id the new files hold.
 
     A file renamed between nights reappears whole under its new name; --keep-removed must not keep
@@ -29,10 +29,10 @@ def moved_files(plan: InputPlan, new: list[InputFile], output: Location, index: 
     if plan.id_column is None or not new or not gone:
         return set()
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
-    return {name for name, hashes in read_index(output, index, gone).items() if len(hashes) and np.isin(hashes, fresh).all()}
+    return {name for name, hashes in index.of(gone).items() if len(hashes) and np.isin(hashes, fresh).all()}
 
 
-def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: str, kept: Mapping[str, str]) -> None:
+def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: IdIndex, kept: Mapping[str, str]) -> None:
     """Refuse (one line) a new file's id that a kept part already holds.
 
     ``kept``: the kept parts by their input file (path relative to --input); ``index``: the table's.
@@ -40,15 +40,12 @@ def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index
     if plan.id_column is None or not new or not kept:
         return  # positional ids are "<path relative to --input>:<row>": unique by construction
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
-    old = read_index(output, index, kept)
-    held_before = np.concatenate(list(old.values())) if old else np.empty(0, np.uint64)
-    repeated = np.intersect1d(fresh, held_before)
-    if len(repeated) == 0:
+    old = index.held(fresh, kept)  # only the kept parts holding a new hash, and those hashes
+    if not old:
         return
+    repeated = np.unique(np.concatenate(list(old.values())))
     new_places = places_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text, repeated)
-    for relative, hashes in old.items():
-        if not np.isin(hashes, repeated).any():
-            continue
+    for relative in old:
         held = {value for _, value in ids_hashed_to(output, kept[relative], repeated, plan.ids_as_text)} & set(new_places)
         if held:
             value = sorted(held)[0]

@@ -14,16 +14,14 @@ also kept as ``_history/<run id>.json``.
 
 from __future__ import annotations
 
-import io
 import posixpath
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.errors import JobError
 from job.output.formats import TableState
 from job.input.columns import InputColumns
 from job.input.data_files import FileIdentity, unchanged
@@ -141,21 +139,6 @@ def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray])
     with storage_errors(output.uri), output.writer(output.join(name)) as out:
         out.write(sink.getvalue())
     return name
-
-
-def read_index(output: Location, name: str, wanted: Iterable[str]) -> dict[str, np.ndarray]:
-    """{input file: its ids' hashes} of the ``wanted`` files from the index ``name``."""
-    path = output.join(name)
-    with storage_errors(output.uri_of(path)), output.filesystem.open_input_stream(path) as f:
-        data = f.read()
-    try:
-        table = pq.read_table(io.BytesIO(data))
-    except (pa.ArrowException, OSError) as e:  # a truncated or overwritten index: the table cannot vouch for its parts
-        raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); pass "
-                       "--overwrite to redo the table") from e
-    wanted = set(wanted)
-    cells = table.column("hashes").combine_chunks()
-    return {file: cells[i].values.to_numpy() for i, file in enumerate(table.column("input_file").to_pylist()) if file in wanted}
 
 
 def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The executor side of the Spark job: functions Spark ships to its Python workers.
 
-Use it through ``runners.spark_job`` (the API's rows: ``runners.spark.rows``); nothing here starts or configures Spark. Every function
-gets the run's ``Job`` (``job.driver``): its config, its decided ``Execution`` and the files to run.
+Use it through ``runners.spark_job`` (the API's rows: ``runners.spark.rows``); nothing here starts or configures
+Spark. Every function gets the run's ``Job`` (``job.driver``): its config and its decided ``Execution``; the files
+to run come beside it, broadcast once (``TaskSpec``), so no task unpickles the whole plan.
 
 - ``ReadAndClassify`` (``--udf iterator``): a ``mapInArrow`` function over rows of planned
   file indices. It reads each file with pyarrow, preprocesses, classifies with a model
@@ -19,18 +20,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark import Accumulator, TaskContext
+from pyspark import Accumulator, Broadcast, SparkContext, TaskContext
 
 from job.config import JobConfig
 from job.engine import Job
 from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
+from job.input.plan import InputFile, InputPlan
 from job.output.parts import FILE, ROW, PartCollector
 from job.output.rows import EMBEDDING, embedding_column, output_schema
 from job.stages import Batch, Classify, PixelBatch, Preprocess
@@ -51,12 +53,34 @@ _CLASSIFIERS: dict[tuple[JobConfig, Execution, tuple[int, ...]], Classify] = {} 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """What every task needs; pickled once into the function Spark ships."""
+    """What every task needs; pickled into the function Spark ships, which every task unpickles.
 
-    job: Job  # the files to run (job.pending: rows carry indices into it), how, and where parts go
+    So it holds no list of files: ``job.pending`` comes without them, and ``files`` is a Spark
+    broadcast, sent to each Python worker once and unpickled there once (``pending``). A task's
+    own cost then does not grow with the input, and a run's stays linear in its files.
+    """
+
+    job: Job  # how, and where parts go; its ``pending`` plan without its files (``pending`` has them)
+    files: Broadcast  # job.pending.files, which the rows index (their FILE column)
     prefetch: int  # preprocessed batches read ahead in a thread; 0: none
     # Rows done, summed on the driver as each task succeeds (a failed attempt's never count): its progress display.
     rows_done: Accumulator | None = None
+
+    @classmethod
+    def of(cls, context: SparkContext, job: Job, prefetch: int) -> TaskSpec:
+        """The spec of ``job``'s tasks; ``release`` it once they ran."""
+        light = replace(job, pending=replace(job.pending, files=()))
+        return cls(light, context.broadcast(job.pending.files), prefetch, rows_done=context.accumulator(0))
+
+    @property
+    def pending(self) -> InputPlan:
+        """The planned files to run, on an executor as on the driver."""
+        files: tuple[InputFile, ...] = self.files.value  # loaded once per Python worker, then kept with the broadcast
+        return replace(self.job.pending, files=files)
+
+    def release(self) -> None:
+        """Free the files' broadcast on the executors and the driver (a notebook's session outlives the job)."""
+        self.files.destroy()
 
 
 def task_gpu_ids() -> list[int] | None:
@@ -88,11 +112,11 @@ def device_name() -> str | None:
 
 def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch], feedback: LatestFeedback | None = None) -> Iterator[Batch]:
     """The partition's files as preprocessed batches of one model batch each; ``feedback``: the model's word (--decode auto)."""
-    job = spec.job
+    job, pending = spec.job, spec.pending
     preprocess = Preprocess(job.config, job.execution, feedback.poll if feedback is not None else None)
     for batch in files:
         for index in batch.column(FILE).to_pylist():
-            yield from preprocess.read(job.pending, index, job.execution.batch_size)
+            yield from preprocess.read(pending, index, job.execution.batch_size)
 
 
 def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
@@ -105,7 +129,7 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    collector, device_seconds = PartCollector(spec.job.parts, spec.job.pending.files), 0.0
+    collector, device_seconds = PartCollector(spec.job.parts, spec.pending.files), 0.0
     try:
         for table in tables:
             device_seconds += device_seconds_of(table)

@@ -126,6 +126,11 @@ RUNS: dict[str, Run] = {
     "--max-concurrent-transforms 1": Run(needs=(SM_BENCH,), slow=True),
     "python -m runners.sagemaker_job --local --weights random --input /tmp/sm-bench --output /tmp/sm-bench-out-2 "
     "--max-concurrent-transforms 2": Run(needs=(SM_BENCH,), expect="sagemaker: 16 images", slow=True),
+    "python -m benchmarks.night_ids_bench --table-ids 10000000 --table-files 1000 --new-files 10": Run(
+        small={"--table-ids 10000000 --table-files 1000 --new-files 10": "--table-ids 20000 --table-files 20 --new-files 2"},
+        expect="20000 table ids, 2000 new"),
+    "python -m benchmarks.job_bench --engine spark --images 200 --rows-per-file 1 --size 64x48 --resize 40 --crop 32": Run(
+        small={"--images 200": "--images 4"}, expect="spark: 4 images", slow=True),
     "python -m benchmarks.id_check_bench --ids 5000000 --files 50": Run(small={"--ids 5000000 --files 50": "--ids 20000 --files 4"}),
     "python -m benchmarks.memory_bench --engine ray --images 128 --address local": Run(small={"--images 128": "--images 8"}, slow=True),
     "python -m benchmarks.memory_bench --engine spark --images 128 --master \"local[2,2]\"": Run(small={"--images 128": "--images 8"},

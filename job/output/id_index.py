@@ -1,0 +1,76 @@
+"""The table's ids index as one run reads it: every kept part's id hashes, read once, searched in place.
+
+``job.output.table.write_index`` writes it (one row per input file: its path relative to
+--input, its ids' 64-bit hashes sorted). A run reads it once (``IdIndex.read``) and asks it two
+things: the hashes of some files (the final check's parts kept unread, the files gone that a
+night compares), and which of a night's new hashes the table already holds (``held``). The
+second is a binary search of every table hash among the few new ones, sorted: time linear in
+the table with a small constant, and no sort or copy of the table's hashes, so a night of ten
+new files on a table of millions of ids costs a read of the index and one pass over it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from job.errors import JobError
+from storage import Location, storage_errors
+
+# Table hashes searched at a time: bounds the search's temporaries (positions, matches) to a few MB.
+SEARCH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class IdIndex:
+    files: list[str]  # input files (relative to --input), in the index's order
+    offsets: np.ndarray  # file i's hashes are hashes[offsets[i]:offsets[i + 1]]
+    hashes: np.ndarray  # uint64: every file's hashes, each file's sorted
+
+    @classmethod
+    def read(cls, output: Location, name: str) -> IdIndex:
+        """The index ``name`` under ``output``; a one-line JobError when it cannot be read."""
+        path = output.join(name)
+        with storage_errors(output.uri_of(path)), output.filesystem.open_input_stream(path) as f:
+            data = f.read()
+        try:
+            table = pq.read_table(io.BytesIO(data))
+        except (pa.ArrowException, OSError) as e:  # a truncated or overwritten index: the table cannot vouch for its parts
+            raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); pass "
+                           "--overwrite to redo the table") from e
+        cells = table.column("hashes").combine_chunks()
+        offsets = cells.offsets.to_numpy().astype(np.int64)
+        hashes = cells.values.to_numpy() if len(cells.values) else np.empty(0, np.uint64)
+        return cls(table.column("input_file").to_pylist(), offsets - offsets[0], hashes)
+
+    def of(self, wanted: Iterable[str]) -> dict[str, np.ndarray]:
+        """{input file: its ids' hashes} of the ``wanted`` files the index holds, in the index's order."""
+        wanted = set(wanted)
+        return {file: self._slice(i) for i, file in enumerate(self.files) if file in wanted}
+
+    def held(self, fresh: np.ndarray, among: Collection[str]) -> dict[str, np.ndarray]:
+        """{input file of ``among``: the hashes of ``fresh`` it holds}, only files holding one, in the index's order."""
+        candidates = np.unique(fresh)
+        if len(candidates) == 0 or len(self.hashes) == 0:
+            return {}
+        found = [start + self._matches(candidates, self.hashes[start:start + SEARCH_CHUNK])
+                 for start in range(0, len(self.hashes), SEARCH_CHUNK)]
+        at = np.concatenate(found)
+        owners = np.searchsorted(self.offsets, at, side="right") - 1
+        wanted = set(among)
+        return {self.files[i]: np.unique(self.hashes[at[owners == i]]) for i in np.unique(owners).tolist()
+                if self.files[i] in wanted}
+
+    @staticmethod
+    def _matches(candidates: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Positions in ``hashes`` of the values ``candidates`` (sorted, unique) holds."""
+        places = np.minimum(np.searchsorted(candidates, hashes), len(candidates) - 1)
+        return np.flatnonzero(candidates[places] == hashes)
+
+    def _slice(self, i: int) -> np.ndarray:
+        return self.hashes[self.offsets[i]:self.offsets[i + 1]]
