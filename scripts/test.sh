@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYTHONUNBUFFERED=1
 # Two test processes (pytest-xdist), each taking whole test files: much of a test's time is spent waiting on a
-# JVM, a Ray or a subprocess, so CI's two cores do about 1.5 times the work; a file's module-scoped Ray or Spark
-# stays shared by its tests, and the four-engine run is made once for both workers (tests/integration/conftest.py).
+# JVM, a Ray or a subprocess, which the other process fills; a file's module-scoped Ray or Spark stays shared by
+# its tests, and the four-engine run is made once for both workers (tests/integration/conftest.py).
 exec .venv/bin/python -m pytest -p no:logging -n 2 --dist loadfile "$@"

@@ -168,6 +168,10 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/test.sh -m slow tests/docs": Skip("this test's own slow part"),
     "bash scripts/test.sh -m slow tests/reliability/test_node_loss.py": Skip(
         "the slow set: a multi-node local Ray cluster, two nodes killed, about 140 s"),
+    "bash scripts/test.sh -m slow tests/integration/test_ray_gpu_wait.py": Skip(
+        "the slow set: a stand-in GPU node joins a multi-node local Ray cluster late, about 90 s"),
+    "bash scripts/test.sh -m slow tests/deploy/test_ray_submit.py": Skip(
+        "the slow set: a local Ray head with its dashboard and `ray job submit`, about 95 s"),
     "python -m pytest tests/deploy": THE_SUITE,
     "bash scripts/spark_runtimes.sh": Skip("a virtualenv per Databricks runtime and the Spark tests in each: about 4.5 minutes "
                                            "a runtime (whether CI runs it is the integrator's choice)"),
