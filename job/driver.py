@@ -122,7 +122,7 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution), versioned=config.table_format != "parquet")
+                  output_schema(execution), versioned=formats.keeps_versions(config.table_format))
     previous = night.snapshot.state if night.snapshot is not None else None
     formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, previous, parts.schema)
     if night.done:

@@ -30,11 +30,11 @@ from job.input.data_files import input_relpath, list_data_files
 from job.input.plan import InputFile, InputPlan, plan_input
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.formats import require_format
+from job.output.formats import keeps_versions, require_format
 from job.output.id_index import IdIndex
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night
-from job.output.parts import part_name
+from job.output.parts import file_part_name
 from job.output.table import columns_of, unchanged_files
 from job.sample.sample import write_sample
 from storage import Location, require_bucket, resolve
@@ -56,8 +56,7 @@ class PreparedJob:
 
     def part_name(self, file: InputFile) -> str:
         """The part's name of a planned file (``job.output.parts.part_name``; versioned in a table format)."""
-        versioned = self.config.table_format != "parquet" and file.identity is not None
-        return part_name(self.plan.location.path, file.path, file.identity if versioned else None)
+        return file_part_name(self.plan.location.path, file, keeps_versions(self.config.table_format))
 
     def relpath(self, path: str) -> str:
         return input_relpath(self.plan.location.path, path)

@@ -71,6 +71,11 @@ def part_name(input_root: str, path: str, version: FileIdentity | None = None) -
     return f"{PART_PREFIX}{stem}-{_digest(relative)}{versioned}{PART_SUFFIX}"
 
 
+def file_part_name(input_root: str, file: InputFile, versioned: bool) -> str:
+    """The part's name of a planned file; ``versioned`` (a table format, ``formats.keeps_versions``): by its version too."""
+    return part_name(input_root, file.path, file.identity if versioned else None)
+
+
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
@@ -98,7 +103,7 @@ class Parts:
     versioned: bool = False  # a table format's parts: named by their input file's version too (``part_name``)
 
     def name(self, file: InputFile) -> str:
-        return part_name(self.input_root, file.path, file.identity if self.versioned else None)
+        return file_part_name(self.input_root, file, self.versioned)
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""

@@ -55,6 +55,12 @@ class TableState:
     version: int | None  # the table's version after its commit
 
 
+def keeps_versions(table_format: str) -> bool:
+    """Whether older versions of the table still name earlier parts: then each version of an input file gets a
+    part of its own (``job.output.parts.part_name``), never overwriting bytes an older version reads."""
+    return table_format != "parquet"
+
+
 def format_module(name: str) -> ModuleType | None:
     """The module that commits ``name`` (None for parquet: the folder is the table)."""
     return None if name == "parquet" else importlib.import_module(f"job.output.formats.{name}")
