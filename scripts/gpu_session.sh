@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything a lent GPU machine should run, in two device calls of at most 10 minutes each
-# (a session has 30 minutes of device time). Each call writes one JSON row per run, with hardware
+# Everything a lent GPU machine should run: in two device calls of at most 10 minutes each where a
+# session has 30 minutes of device time, or `short`, one call of about 8 minutes, where it has 15. Each call writes one JSON row per run, with hardware
 # and versions, under benchmarks/results/, and copies them and its logs to $OUT.
 #
 # For a GPU machine without a package index, here (with one), once:
@@ -11,6 +11,11 @@
 #   bash scripts/gpu_session.sh jobs    # call 2, ~10 min: the 65,536-image JPEG set: Ray and local by --decode
 #                                       #   (cpu, gpu, auto; each manifest has startup, steady and device busy),
 #                                       #   the per-core decode rate, and Ray with --compile
+#   bash scripts/gpu_session.sh short   # one call, ~8 min: the GPU tests, the device stage (eager), a 16,384-image
+#                                       #   JPEG set through Ray with --decode cpu and gpu, and the start-up of the
+#                                       #   built-in sample on the GPU path
+#   bash scripts/gpu_session.sh short-jobs  # a second call, ~7 min: start-up on Ray and local (2 runs each), the
+#                                       #   65,536-image JPEG set through Ray and local (--decode cpu) and Ray (auto)
 #
 # The machine's image has Python 3.12, torch, torchvision, numpy, pandas, pyarrow, pillow, matplotlib
 # and pytest; the bundle adds Ray, boto3 and nvImageCodec. Spark and SageMaker are left out there
@@ -53,6 +58,37 @@ jobs)
   timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --compile \
     --report "$OUT/compare-compile" --append-results benchmarks/results/compare.jsonl --note "lent GPU, --compile" || true
   ;;
-*) echo "gpu_session.sh: unknown part '$PART'; use tests or jobs" >&2; exit 2 ;;
+short)  # at most 8 files come back: 7 logs, and one tar of the reports and result rows at the end
+  export PYTHONUNBUFFERED=1; REPORTS=/tmp/gpu-reports; mkdir -p $REPORTS
+  timeout 180 python -m pytest -p no:logging -p no:cacheprovider -q -m gpu tests/gpu -rs 2>&1 | tee "$OUT/gpu-tests.txt" || true
+  timeout 60 python -m benchmarks.gpu_stage_bench --batch 256 --seconds 3 --no-compile --results benchmarks/results/gpu_stage.jsonl 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
+  python -m runners.make_dataset --output /tmp/gpu-in --images "${IMAGES:-16384}" --rows-per-file 512
+  for decode in cpu gpu; do
+    timeout 90 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --decode "$decode" \
+      --report "$REPORTS/compare-$decode" --append-results benchmarks/results/compare.jsonl --note "lent GPU, 15-min lease, --decode $decode" \
+      2>&1 | tail -25 | tee "$OUT/compare-$decode.txt" || true
+  done
+  timeout 50 python -m benchmarks.startup_bench --runs 1 --results benchmarks/results/startup.jsonl --note "lent GPU, built-in sample" \
+    -- python -m runners.ray_job 2>&1 | tee "$OUT/startup.txt" || true
+  tar czf "$OUT/short.tar.gz" -C / tmp/gpu-reports -C "$PWD" benchmarks/results
+  exit 0
+  ;;
+short-jobs)
+  export PYTHONUNBUFFERED=1; REPORTS=/tmp/gpu-reports; mkdir -p $REPORTS
+  for engine in ray local; do
+    timeout 80 python -m benchmarks.startup_bench --runs 2 --results benchmarks/results/startup.jsonl --note "lent GPU, built-in sample" \
+      -- python -m runners.${engine}_job 2>&1 | tee "$OUT/startup-$engine.txt" || true
+  done
+  python -m runners.make_dataset --output /tmp/gpu-in --images "${IMAGES:-65536}" --rows-per-file 512
+  timeout 150 python -m runners.compare --engines ray,local --input /tmp/gpu-in --weights random --decode cpu \
+    --report "$REPORTS/compare-cpu" --append-results benchmarks/results/compare.jsonl --note "lent GPU, 15-min lease, --decode cpu" \
+    2>&1 | tail -25 | tee "$OUT/compare-cpu.txt" || true
+  timeout 90 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --decode auto \
+    --report "$REPORTS/compare-auto" --append-results benchmarks/results/compare.jsonl --note "lent GPU, 15-min lease, --decode auto" \
+    2>&1 | tail -25 | tee "$OUT/compare-auto.txt" || true
+  tar czf "$OUT/short-jobs.tar.gz" -C / tmp/gpu-reports -C "$PWD" benchmarks/results
+  exit 0
+  ;;
+*) echo "gpu_session.sh: unknown part '$PART'; use tests, jobs, short or short-jobs" >&2; exit 2 ;;
 esac
 cp benchmarks/results/*.jsonl "$OUT/"
