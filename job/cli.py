@@ -17,7 +17,7 @@ from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
-from job.config import EMBEDDINGS_CHOICES, TABLE_FORMATS, JobConfig
+from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.errors import DataError, JobError
 from job.input.object_groups import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
@@ -72,6 +72,14 @@ def get_args_parser(prog: str | None = None, description: str | None = None) -> 
     io.add_argument("--time-travel-days", type=float, default=JobConfig.time_travel_days,
                     help="delta/iceberg: how long the parts a run took out of the table stay readable for time travel "
                          "before a later run deletes them (default: 7)")
+    io.add_argument("--iceberg-catalog", choices=ICEBERG_CATALOGS, default=JobConfig.iceberg_catalog,
+                    help="iceberg: what names the table's current version. embedded (default): metadata/ in --output, "
+                         "no server; glue: AWS Glue's Data Catalog, where Athena, EMR and Spark find it by name: each "
+                         "night commits through Glue (optimistic concurrency), the table is created on the first run. "
+                         "As pyiceberg's and Ray Data's catalog type 'glue' (Glue's endpoint: AWS's, or AWS_ENDPOINT_URL_GLUE)")
+    io.add_argument("--iceberg-table", metavar="DATABASE.TABLE",
+                    help="--iceberg-catalog glue: the table's name in Glue, as Ray Data's write_iceberg(table_identifier=) "
+                         "and Spark's glue_catalog.DATABASE.TABLE name it; the database must exist (terraform declares it)")
     model = parser.add_argument_group("model")
     model.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
                                          "'state_dict' or 'model', any head size (default: imagenet; random for the sample)")

@@ -7,6 +7,7 @@ Build it from a command line with ``job.cli.config_from_args``; an engine's own 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from inference.archs import ARCHS, DEFAULT_ARCH
@@ -27,6 +28,11 @@ URI_FIELDS = ("input", "output", "weights", "labels")
 # --table-format: what a reader finds under --output. parquet: a folder of Parquet parts beside our manifest;
 # delta and iceberg: the same parts, committed once a run as one version of a Delta Lake / Iceberg table.
 TABLE_FORMATS = ("parquet", "delta", "iceberg")
+# --iceberg-catalog: what names an Iceberg table's current version. embedded: the prefix's own metadata/ folder (no
+# server); glue: AWS Glue's Data Catalog (Athena, EMR, Spark and Snowflake find the table there by its name).
+ICEBERG_CATALOGS = ("embedded", "glue")
+# Glue table and database names that Athena reads: lower-case letters, digits and underscores.
+GLUE_TABLE_NAME = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
 # Every single size fits inside it, so each recipe option alone is checked here, and resize
 # against crop only when both are given; the whole recipe (with the checkpoint's) is checked
 # by inference.describe_model, still before any work.
@@ -84,6 +90,10 @@ class JobConfig:
     # delta / iceberg: parts a run took out of the table (replaced or deleted input files) stay readable for
     # time travel this long, then a later run deletes them (Delta's default deletedFileRetentionDuration).
     time_travel_days: float = 7.0
+    # iceberg: embedded (metadata/ in the prefix, no server) or glue (AWS Glue's catalog commits each night, with its
+    # optimistic concurrency, and readers find the table by name; the table is created in Glue on the first run).
+    iceberg_catalog: str = "embedded"
+    iceberg_table: str | None = None  # glue: DATABASE.TABLE, as Ray Data's write_iceberg and Spark's catalogs name it
 
     def __post_init__(self) -> None:
         self._normalise_uris()
@@ -118,6 +128,7 @@ class JobConfig:
                  f"--embedding-dtype float16 with --table-format {self.table_format}: the format has no float16 type; "
                  "use --embedding-dtype float32, or --table-format parquet")
         _require(self.time_travel_days >= 0, f"--time-travel-days must be 0 or more, got {self.time_travel_days}")
+        self._check_iceberg_catalog()
         self._check_recipe()
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
                             ("--labels", self.labels), ("--s3-endpoint-url", self.s3_endpoint_url)):
@@ -142,6 +153,24 @@ class JobConfig:
     def to_dict(self) -> dict:
         """The config as the manifest records it."""
         return dataclasses.asdict(self)
+
+    def _check_iceberg_catalog(self) -> None:
+        _require(self.iceberg_catalog in ICEBERG_CATALOGS,
+                 f"--iceberg-catalog must be one of {', '.join(ICEBERG_CATALOGS)}, got {self.iceberg_catalog!r}")
+        if self.iceberg_catalog == "embedded":
+            _require(self.iceberg_table is None, f"--iceberg-table {self.iceberg_table} names a table in a catalog; the "
+                     "embedded catalog needs no name: add --iceberg-catalog glue, or leave --iceberg-table out")
+            return
+        _require(self.table_format == "iceberg", f"--iceberg-catalog glue is the catalog of an Iceberg table, and "
+                 f"--table-format is {self.table_format}: add --table-format iceberg")
+        _require(self.iceberg_table is not None, "--iceberg-catalog glue needs --iceberg-table DATABASE.TABLE, the "
+                 "table's name in Glue (its database must exist: terraform/glue.tf declares one)")
+        _require(GLUE_TABLE_NAME.fullmatch(self.iceberg_table or "") is not None,
+                 f"--iceberg-table must be DATABASE.TABLE of lower-case letters, digits and _ (the names Athena reads), "
+                 f"got {self.iceberg_table!r}")
+        _require(self.output is not None and self.output.startswith("s3://"),
+                 f"--iceberg-catalog glue: a Glue table's files lie on S3, and --output {self.output or '(a temp dir)'} "
+                 "is not an s3:// prefix; pass an s3:// --output, or leave --iceberg-catalog out")
 
     def _check_recipe(self) -> None:
         try:

@@ -54,7 +54,7 @@ def main(engine: Engine, argv: Sequence[str] | None = None, *, started_at: float
     args = engine.args_parser().parse_args(argv)
     config = config_from_args(args)
     require_capable(config.decode, engine.capabilities, engine.name)  # before any planning
-    formats.require_installed(config.table_format)
+    formats.require_installed(config.table_format, config.iceberg_catalog)
     if engine.check is not None:
         engine.check(args, config)
     return run_job(engine, config, args, started_at)
@@ -124,7 +124,7 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
                   output_schema(execution), versioned=formats.keeps_versions(config.table_format))
     previous = night.snapshot.state if night.snapshot is not None else None
-    formats.require_table(prepared.output, config.table_format, config.s3_endpoint_url, previous, parts.schema)
+    formats.require_table(formats.TableAt.of(prepared.output, config), config.table_format, previous, parts.schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:

@@ -17,7 +17,7 @@ from job.execution import Capabilities, Devices, Execution, decide, model_for
 
 # What a run over an input prefix into an output table decides, and a call inside a pipeline does not have.
 PREFIX_ONLY = ("input", "output", "limit", "skip_id_check", "overwrite", "resume", "incremental", "keep_removed",
-               "objects_per_part", "table_format", "time_travel_days")
+               "objects_per_part", "table_format", "time_travel_days", "iceberg_catalog", "iceberg_table")
 API_OPTIONS = tuple(f.name for f in dataclasses.fields(JobConfig) if f.name not in PREFIX_ONLY)
 TUPLES = ("raw_shape", "mean", "std")  # given as lists too (a JSON config, a notebook); JobConfig holds tuples
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.config import JobConfig
-from job.output.formats import Commit, format_module
+from job.output.formats import Commit, TableAt, format_module
 from job.output.table import Snapshot
 from storage import Location, storage_errors
 
@@ -41,7 +41,7 @@ def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, t
                removed: Sequence[str], schema: pa.Schema, run_id: str) -> Committed:
     """Commit the run's table (``table``: part -> rows) in the configured format; ``removed``: parts of files gone."""
     number = previous.number + 1 if previous is not None else 1
-    module = format_module(config.table_format)
+    module = format_module(config.table_format, config.iceberg_catalog)
     if module is None:
         return Committed(number, None, {}, tuple(removed))
     listed = {entry.part for entry in previous.files.values()} if previous is not None else set()
@@ -50,8 +50,9 @@ def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, t
     if leaving or set(table) - listed or version is None:
         change = Commit({part: rows for part, rows in table.items() if part not in listed}, leaving, schema, number,
                         run_id, config.time_travel_days)
-        version = module.commit(output, config.s3_endpoint_url, change)
-        version = module.current_version(output, config.s3_endpoint_url) if version is None else version
+        at = TableAt.of(output, config)
+        version = module.commit(at, change)
+        version = module.current_version(at) if version is None else version
     now = time.time()
     retired = {**(previous.retired if previous is not None else {}), **{part: now for part in leaving}}
     expired = {part for part, since in retired.items() if now - since >= config.time_travel_days * DAY_SECONDS}

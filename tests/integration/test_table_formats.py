@@ -13,7 +13,7 @@ from job.config import JobConfig
 from job.errors import JobError
 from job.input.data_files import FileIdentity
 from job.output.commit import commit_run
-from job.output.formats import TableState, format_module
+from job.output.formats import TableAt, TableState, format_module
 from job.output.parts import part_name
 from job.output.table import Snapshot, TableFile
 from storage import resolve
@@ -61,7 +61,7 @@ def test_a_run_is_one_version_committed_once_and_its_removed_parts_wait_for_time
     retried = commit_run(output, config, before, table, ["b.parquet", "c.parquet"], SCHEMA, "run-2-resumed")
     assert retried.version == night.version, "a run's commit was applied twice"
     assert ids_at(table_format, out) == {"a-0", "a-1", "b2-0", "b2-1", "d-0", "d-1"}  # the latest, as readers find it
-    format_module(table_format).require_ours(output, None, SCHEMA, TableState(1, first.version))  # our own commit: no conflict
+    format_module(table_format).require_ours(TableAt(output, None), SCHEMA, TableState(1, first.version))  # our own commit: no conflict
     after = snapshot(["a", "b2", "d"], 2, night.version, night.retired)
     expired = commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
                          after, table, [], SCHEMA, "run-3")
@@ -85,14 +85,43 @@ def test_a_table_of_other_columns_or_another_writers_commit_is_refused(tmp_path,
     first = commit_run(output, config, None, {"a.parquet": 2}, [], SCHEMA, "run-1")
     other = pa.schema([*SCHEMA, pa.field("label", pa.int64())])
     with pytest.raises(JobError, match=f"is an? {table_format.capitalize()} table of other columns"):
-        module.require_ours(output, None, other, None)
+        module.require_ours(TableAt(output, None), other, None)
     # Another writer's commit: not our run 2 (ours are numbered by run), so not one a --resume would finish.
     commit_run(output, config, snapshot(["a"], 41, first.version), {"a.parquet": 2, "b.parquet": 2}, [], SCHEMA, "theirs")
     with pytest.raises(JobError, match="another writer committed"):
-        module.require_ours(output, None, SCHEMA, TableState(1, first.version))
+        module.require_ours(TableAt(output, None), SCHEMA, TableState(1, first.version))
 
 
 def test_parts_of_a_table_format_are_a_new_object_per_input_version_and_the_plain_folders_names_stay():
     assert part_name("/in", "/in/x.parquet") == f"part-x-{hashlib.sha1(b'x.parquet').hexdigest()[:8]}.parquet"
     one, two = (part_name("/in", "/in/x.parquet", FileIdentity(10, t)) for t in (1, 2))
     assert one != two and one.startswith(part_name("/in", "/in/x.parquet").removesuffix(".parquet") + "-")
+
+
+def test_a_glue_commit_is_applied_once_a_run_and_a_stale_writer_loses_instead_of_rebasing(s3_bucket, s3_env, monkeypatch):
+    import boto3
+    from pyiceberg.exceptions import CommitFailedException
+
+    from job.output.formats.iceberg_glue import _catalog
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)
+    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": "nightly"})
+    out = f"s3://{s3_bucket}/out"
+    output = resolve(out, s3_env)
+    for name in ("a", "b"):
+        pq.write_table(pa.table({"id": [f"{name}-0"], "error": [None]}, schema=SCHEMA), f"{output.path}/{name}.parquet",
+                       filesystem=output.filesystem)
+    config = JobConfig(input="/nowhere/in", output=out, s3_endpoint_url=s3_env, table_format="iceberg",
+                       iceberg_catalog="glue", iceberg_table="nightly.t")
+    at, module = TableAt.of(output, config), format_module("iceberg", "glue")
+    first = commit_run(output, config, None, {"a.parquet": 1}, [], SCHEMA, "run-1")
+    stale = _catalog(at).load_table(("nightly", "t"))
+    night = commit_run(output, config, snapshot(["a"], 1, first.version), {"a.parquet": 1, "b.parquet": 1}, [], SCHEMA, "run-2")
+    again = commit_run(output, config, snapshot(["a"], 1, first.version), {"a.parquet": 1, "b.parquet": 1}, [], SCHEMA, "run-2")
+    assert (first.version, night.version, again.version) == (0, 1, 1), "a run's commit was applied twice"
+    module.require_ours(at, SCHEMA, TableState(1, first.version))  # our own commit: no conflict
+    with pytest.raises(CommitFailedException):  # the table moved on: refused, not retried on top of the other commit
+        stale.append(pa.table({"id": ["x-0"], "error": [None]}, schema=SCHEMA))
+    commit_run(output, config, snapshot(["a", "b"], 41, night.version), {"a.parquet": 1}, ["b.parquet"], SCHEMA, "theirs")
+    with pytest.raises(JobError, match="another writer committed to the Iceberg table since run 2"):
+        module.require_ours(at, SCHEMA, TableState(2, night.version))

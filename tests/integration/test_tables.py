@@ -98,3 +98,40 @@ def test_a_run_killed_after_its_delta_commit_is_finished_by_resume_without_a_sec
     assert len(ids) == len(set(ids)) == resumed["counts"]["rows_out"] == 9
     redone = main([*args, "--overwrite"])  # a new table: the old one's log and parts are cleared first
     assert DeltaTable(out).version() == redone["table"]["version"] == 0 and len(read_delta(out, None)) == 9
+
+
+def glue_catalog(endpoint: str):
+    """pyiceberg's GlueCatalog on the moto server, as a reader of the table finds it by name."""
+    from pyiceberg.catalog.glue import GlueCatalog
+
+    return GlueCatalog("glue", **{"glue.endpoint": endpoint, "glue.region": "us-east-1", "s3.endpoint": endpoint,
+                                  "s3.region": "us-east-1"})
+
+
+def test_an_iceberg_table_in_glue_is_created_on_the_first_run_and_each_night_is_one_glue_commit(s3_bucket, s3_env,
+                                                                                                 monkeypatch, capsys):
+    import boto3
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)  # boto3's own setting: pyiceberg's Glue client on moto
+    source, out = f"s3://{s3_bucket}/in", f"s3://{s3_bucket}/out"
+    args = job_args(source, out, s3_env, "--incremental", "--table-format", "iceberg", "--iceberg-catalog", "glue",
+                    "--iceberg-table", "nightly.predictions")
+    write_night(source, s3_env, 0, 2)
+    line = refused(main, args, capsys)
+    assert line.startswith("Glue database nightly does not exist in us-east-1: create it (terraform/glue.tf declares one)")
+    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": "nightly"})
+    first = main(args)
+    table = glue_catalog(s3_env).load_table(("nightly", "predictions"))
+    assert first["table"]["version"] == 0 and table.location() == out
+    assert predictions(table.scan().to_arrow()) == predictions(read_output(out, s3_env)[0]) and first["counts"]["rows_in"] == 6
+    tonight = write_night(source, s3_env, 2, 1)
+    night = main(args)
+    table = glue_catalog(s3_env).load_table(("nightly", "predictions"))
+    ids = table.scan().to_arrow().column("id").to_pylist()
+    assert night["table"]["version"] == 1 and len(ids) == len(set(ids)) == night["counts"]["rows_in"] == 9
+    assert set(tonight) < set(ids) and len(table.metadata.snapshots) == 2
+    other = job_args(source, f"s3://{s3_bucket}/elsewhere", s3_env, "--table-format", "iceberg", "--iceberg-catalog",
+                     "glue", "--iceberg-table", "nightly.predictions")
+    assert refused(main, other, capsys) == (f"Glue table nightly.predictions is the table at {out}, not at --output "
+                                            f"s3://{s3_bucket}/elsewhere; pass another --iceberg-table, or the --output "
+                                            "it was made with")

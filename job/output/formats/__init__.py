@@ -6,8 +6,9 @@ new version of the table (``job.finish``): ``Commit.adds`` are the parts this ru
 ``Commit.removes`` the parts of replaced and deleted input files. A reader of the table sees last
 night's version or tonight's, never a mix. ``parquet`` has no commit: the folder is the table.
 
-A format module (``delta``, ``iceberg``) answers three questions, each imported only when used,
-so the core install needs neither library:
+A format module (``delta``, ``iceberg``, and ``iceberg_glue`` for an Iceberg table whose catalog
+is AWS Glue) answers three questions about the table ``TableAt`` names, each module imported only
+when used, so the core install needs none of their libraries:
 - ``require_ours``: before any work, refuse a table whose schema is not ours, or that another
   writer committed to since our last run (one line, exit 2).
 - ``commit``: apply the ``Commit`` in one transaction, at most once for a given run number, so a
@@ -23,16 +24,36 @@ import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from job.errors import JobError
 from storage import Location
 
+if TYPE_CHECKING:
+    from job.config import JobConfig
+
 FOLDERS = {"delta": "_delta_log", "iceberg": "metadata"}  # each format's own files under the output prefix
-# Each format's libraries (the in-memory catalog needs SQLAlchemy): the pip extra of the format's name installs them.
-LIBRARIES = {"delta": ("deltalake",), "iceberg": ("pyiceberg", "sqlalchemy")}
+# Each format's libraries (the in-memory catalog needs SQLAlchemy, pyiceberg's Glue catalog boto3): the pip extra of
+# the format's name installs them.
+LIBRARIES = {"delta": ("deltalake",), "iceberg": ("pyiceberg", "sqlalchemy"), "iceberg_glue": ("pyiceberg", "boto3")}
 APP_ID = "streaming-batch-inference"  # the writer's id in the table's log: its transactions are numbered by run
+
+
+@dataclass(frozen=True)
+class TableAt:
+    """Where a run's table is: its prefix, and the catalog that names its current version."""
+
+    output: Location  # the prefix: the parts, and the format's own files (FOLDERS)
+    endpoint_url: str | None  # --s3-endpoint-url (None: AWS_ENDPOINT_URL, else AWS)
+    catalog: str = "embedded"  # iceberg: embedded (the prefix's metadata/ alone) | glue (AWS Glue names the version)
+    name: str | None = None  # glue: the table's DATABASE.TABLE
+
+    @classmethod
+    def of(cls, output: Location, config: JobConfig) -> TableAt:
+        """The table ``config`` (a ``JobConfig``) writes at ``output``."""
+        return cls(output, config.s3_endpoint_url, config.iceberg_catalog, config.iceberg_table)
 
 
 @dataclass(frozen=True)
@@ -61,9 +82,11 @@ def keeps_versions(table_format: str) -> bool:
     return table_format != "parquet"
 
 
-def format_module(name: str) -> ModuleType | None:
-    """The module that commits ``name`` (None for parquet: the folder is the table)."""
-    return None if name == "parquet" else importlib.import_module(f"job.output.formats.{name}")
+def format_module(name: str, catalog: str = "embedded") -> ModuleType | None:
+    """The module that commits ``name`` through ``catalog`` (None for parquet: the folder is the table)."""
+    if name == "parquet":
+        return None
+    return importlib.import_module(f"job.output.formats.{name}{'_glue' if catalog == 'glue' else ''}")
 
 
 def require_format(uri: str, asked: str, held_files: tuple[str, ...], recorded: str | None) -> None:
@@ -75,17 +98,17 @@ def require_format(uri: str, asked: str, held_files: tuple[str, ...], recorded: 
                        "--overwrite to replace it, or choose another --output")
 
 
-def require_table(output: Location, table_format: str, endpoint_url: str | None, previous: TableState | None,
-                  schema: pa.Schema) -> None:
-    """Before any work: the format's table under ``output`` (if any) must be ours (``require_ours``)."""
-    module = format_module(table_format)
+def require_table(at: TableAt, table_format: str, previous: TableState | None, schema: pa.Schema) -> None:
+    """Before any work: the format's table at ``at`` (if any) must be ours (``require_ours``)."""
+    module = format_module(table_format, at.catalog)
     if module is not None:
-        module.require_ours(output, endpoint_url, schema, previous)
+        module.require_ours(at, schema, previous)
 
 
-def require_installed(table_format: str) -> None:
+def require_installed(table_format: str, catalog: str = "embedded") -> None:
     """Refuse, before any work, a format whose library is not installed: one line naming the install."""
-    missing = [library for library in LIBRARIES.get(table_format, ()) if importlib.util.find_spec(library) is None]
+    libraries = LIBRARIES.get("iceberg_glue" if catalog == "glue" else table_format, ())
+    missing = [library for library in libraries if importlib.util.find_spec(library) is None]
     if missing:
         raise JobError(f"--table-format {table_format} needs the {missing[0]} package: pip install -e '.[{table_format}]' "
                        f"(or 'streaming-batch-inference[{table_format}]')")

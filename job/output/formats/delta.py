@@ -24,7 +24,7 @@ from contextlib import contextmanager
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import APP_ID, Commit, TableState
+from job.output.formats import APP_ID, Commit, TableAt, TableState
 from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint
 
@@ -32,11 +32,12 @@ CHECKPOINT_INTERVAL = 10  # commits between checkpoints of the log
 STAT_THREADS = 16
 
 
-def require_ours(output: Location, endpoint_url: str | None, schema, state: TableState | None) -> None:
+def require_ours(at: TableAt, schema, state: TableState | None) -> None:
     """Refuse a Delta table whose schema is not the run's, or that another writer committed to since our last run."""
     from deltalake import Schema
 
-    table = _open(output, endpoint_url)
+    output = at.output
+    table = _open(output, at.endpoint_url)
     if table is None:
         return
     where = output.uri
@@ -51,11 +52,12 @@ def require_ours(output: Location, endpoint_url: str | None, schema, state: Tabl
                            f"{state.version}, now {table.version()}); pass --overwrite to redo the table, or choose another --output")
 
 
-def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | None:
+def commit(at: TableAt, change: Commit) -> int | None:
     """Apply ``change`` as one Delta commit; returns the new version, or None when run ``change.number`` committed it already."""
     from deltalake import CommitProperties, Schema, Transaction
     from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+    output, endpoint_url = at.output, at.endpoint_url
     uri, options = _uri(output, endpoint_url)
     table = _open(output, endpoint_url)
     if table is not None and (table.transaction_version(APP_ID) or 0) >= change.number:
@@ -129,7 +131,7 @@ def _sizes(output: Location, names: list[str]) -> dict[str, int]:
     return {name: info.size for name, info in zip(names, infos) if info.type == pafs.FileType.File}
 
 
-def current_version(output: Location, endpoint_url: str | None) -> int | None:
+def current_version(at: TableAt) -> int | None:
     """The table's latest version (None: no table)."""
-    table = _open(output, endpoint_url)
+    table = _open(at.output, at.endpoint_url)
     return None if table is None else table.version()

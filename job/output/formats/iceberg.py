@@ -1,5 +1,8 @@
 """``--table-format iceberg``: the run's parts committed as one snapshot of an Iceberg table, with no catalog server.
 
+This is ``--iceberg-catalog embedded`` (the default); ``iceberg_glue`` commits the same snapshot
+(``write_snapshot``) through AWS Glue instead, for users whose readers find tables in Glue.
+
 The table lives in the output prefix: the parts where the engines wrote them, and ``metadata/``
 as a Hadoop-catalog table keeps it (``v<N>.metadata.json`` and ``version-hint.text`` naming N),
 so pyiceberg's ``StaticTable.from_metadata(<output>)``, Spark's Hadoop catalog and DuckDB's
@@ -26,7 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import Commit, TableState
+from job.output.formats import Commit, TableAt, TableState
 from storage import Location, StorageError, storage_errors
 from storage.conditional import create_exclusive, read_versioned, replace_if
 from storage.resolve import s3_endpoint
@@ -34,81 +37,98 @@ from storage.resolve import s3_endpoint
 NAMESPACE, NAME = "batch_inference", "predictions"  # the table's name in the throwaway in-memory catalog
 HINT = "metadata/version-hint.text"
 RUN_PROPERTY = "batch-inference.run-number"
+# A commit that loses a race is refused, not rebased: pyiceberg would otherwise retry it on top of the other
+# writer's snapshot, and a night is one commit on the version our last run left (another writer's: refused).
+TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 
 
-def require_ours(output: Location, endpoint_url: str | None, schema: pa.Schema, state: TableState | None) -> None:
+def require_ours(at: TableAt, schema: pa.Schema, state: TableState | None) -> None:
     """Refuse an Iceberg table of other columns than the run writes, or one another writer committed to since our last run."""
-    current = _current(output)
-    if current is None:
-        return
-    table = static_table(output, endpoint_url, current[0])
+    current = _current(at.output)
+    if current is not None:
+        table = static_table(at.output, at.endpoint_url, current[0])
+        require_columns(at.output.uri, table, schema)
+        require_no_other_writer(at.output.uri, table, current[0], state)
+
+
+def require_columns(where: str, table, schema: pa.Schema) -> None:
+    """Refuse the Iceberg ``table`` (named ``where``) when its columns are not those the run writes."""
     columns = [field.name for field in table.schema().fields]
     if columns != schema.names:
-        raise JobError(f"{output.uri} is an Iceberg table of other columns ({', '.join(columns)}) than this run writes; "
+        raise JobError(f"{where} is an Iceberg table of other columns ({', '.join(columns)}) than this run writes; "
                        "choose another --output, run with the options that made it, or pass --overwrite to replace it")
-    if state is not None and state.version is not None:
-        ours = 1 if _run_number(table) == state.number + 1 else 0  # our commit whose run died after it
-        if current[0] > state.version + ours:
-            raise JobError(f"{output.uri}: another writer committed to the Iceberg table since run {state.number} (version "
-                           f"{state.version}, now {current[0]}); pass --overwrite to redo the table, or choose another --output")
 
 
-def commit(output: Location, endpoint_url: str | None, change: Commit) -> int | None:
+def require_no_other_writer(where: str, table, version: int, state: TableState | None) -> None:
+    """Refuse the ``table`` at ``version`` when a writer other than our runs committed to it since run ``state.number``."""
+    if state is None or state.version is None:
+        return
+    ours = 1 if run_number(table) == state.number + 1 else 0  # our commit whose run died after it
+    if version > state.version + ours:
+        raise JobError(f"{where}: another writer committed to the Iceberg table since run {state.number} (version "
+                       f"{state.version}, now {version}); pass --overwrite to redo the table, or choose another --output")
+
+
+def commit(at: TableAt, change: Commit) -> int | None:
     """Apply ``change`` as one Iceberg snapshot; returns the new metadata version, or None when that run committed it."""
+    output, endpoint_url = at.output, at.endpoint_url
     current = _current(output)
-    if current is not None and _run_number(static_table(output, endpoint_url, current[0])) >= change.number:
+    if current is not None and run_number(static_table(output, endpoint_url, current[0])) >= change.number:
         _point_hint(output, current)  # that run may have died before its hint named its version
         return None
     catalog = _catalog(output, endpoint_url)
     catalog.create_namespace(NAMESPACE)
     if current is None:
-        table = catalog.create_table((NAMESPACE, NAME), schema=change.schema, location=_uri(output))
+        table = catalog.create_table((NAMESPACE, NAME), schema=change.schema, location=table_uri(output),
+                                     properties=TABLE_PROPERTIES)
     else:
-        table = catalog.register_table((NAMESPACE, NAME), _uri(output, f"metadata/v{current[0]}.metadata.json"))
-    with _one_line(output.uri, current):
-        written = _snapshot(catalog, table, output, change)
+        table = catalog.register_table((NAMESPACE, NAME), table_uri(output, f"metadata/v{current[0]}.metadata.json"))
+    with one_line(output.uri, None if current is None else current[0]):
+        with table.transaction() as tx:
+            write_snapshot(tx, table, output, endpoint_url, change)
+        written = catalog.load_table((NAMESPACE, NAME)).metadata_location
     return _publish(output, written, current)
 
 
-def _snapshot(catalog, table, output: Location, change: Commit) -> str:
-    """The run's one snapshot, committed to the in-memory catalog; returns the metadata file pyiceberg wrote."""
+def write_snapshot(tx, current, output: Location, endpoint_url: str | None, change: Commit) -> None:
+    """The run's one snapshot, in the transaction ``tx`` on the table ``current`` (None: a table ``tx`` creates)."""
+    from pyiceberg.io import load_file_io
     from pyiceberg.table import _parquet_files_to_data_files
     from pyiceberg.table.update.snapshot import ExpireSnapshots
 
-    leaving = {_uri(output, name) for name in change.removes}
-    removed = [task.file for task in table.scan().plan_files() if task.file.file_path in leaving] if leaving else []
-    with table.transaction() as tx:
-        if tx.table_metadata.name_mapping() is None:  # the parts carry no field ids: read them by name
-            tx.set_properties(**{"schema.name-mapping.default": tx.table_metadata.schema().name_mapping.model_dump_json()})
-        properties = {RUN_PROPERTY: str(change.number), "batch-inference.run-id": change.run_id}
-        with tx.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
-            for data_file in _parquet_files_to_data_files(tx.table_metadata, [_uri(output, n) for n in sorted(change.adds)],
-                                                          table.io):
-                snapshot.append_data_file(data_file)
-            for data_file in removed:
-                snapshot.delete_data_file(data_file)
+    leaving = {table_uri(output, name) for name in change.removes}
+    removed = [task.file for task in current.scan().plan_files() if task.file.file_path in leaving] if leaving else []
+    if tx.table_metadata.name_mapping() is None:  # the parts carry no field ids: read them by name
+        tx.set_properties(**{"schema.name-mapping.default": tx.table_metadata.schema().name_mapping.model_dump_json()})
+    io = load_file_io(io_properties(output, endpoint_url), table_uri(output))
+    properties = {RUN_PROPERTY: str(change.number), "batch-inference.run-id": change.run_id}
+    with tx.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
+        for data_file in _parquet_files_to_data_files(tx.table_metadata, [table_uri(output, n) for n in sorted(change.adds)], io):
+            snapshot.append_data_file(data_file)
+        for data_file in removed:
+            snapshot.delete_data_file(data_file)
+    if current is not None:
         # Snapshots past --time-travel-days go, as the parts only they read are deleted after that long
         # (job.output.commit): the metadata stays the size of the retention, not of the table's age.
         horizon = datetime.now(timezone.utc) - timedelta(days=change.time_travel_days)
         ExpireSnapshots(tx).older_than(horizon).commit()
-    return catalog.load_table((NAMESPACE, NAME)).metadata_location
 
 
 @contextmanager
-def _one_line(uri: str, current: tuple[int, str | None] | None) -> Iterator[None]:
-    """pyiceberg's errors (a store error, a part it cannot add) as one line: nothing is committed until ``_publish``."""
+def one_line(uri: str, version: int | None) -> Iterator[None]:
+    """pyiceberg's errors (a store error, a part it cannot add, a lost race) as one line: the table stays at ``version``."""
     from pyiceberg.exceptions import CommitFailedException
 
     try:
         yield
     except (CommitFailedException, OSError, ValueError) as e:
-        version = "none" if current is None else current[0]
-        raise StorageError(f"{uri}: the Iceberg commit failed; the table stays at version {version}: run again with --resume "
+        raise StorageError(f"{uri}: the Iceberg commit failed; the table stays at version "
+                           f"{'none' if version is None else version}: run again with --resume "
                            f"({' '.join(str(e).split())[:300]})") from e
 
 
-def current_version(output: Location, endpoint_url: str | None) -> int | None:
-    current = _current(output)
+def current_version(at: TableAt) -> int | None:
+    current = _current(at.output)
     return None if current is None else current[0]
 
 
@@ -116,8 +136,8 @@ def static_table(output: Location, endpoint_url: str | None, version: int | None
     """The table at metadata ``version``; None: the latest, as any reader finds it (``metadata/version-hint.text``)."""
     from pyiceberg.table import StaticTable
 
-    where = _uri(output) if version is None else _uri(output, f"metadata/v{version}.metadata.json")
-    return StaticTable.from_metadata(where, properties=_io_properties(output, endpoint_url))
+    where = table_uri(output) if version is None else table_uri(output, f"metadata/v{version}.metadata.json")
+    return StaticTable.from_metadata(where, properties=io_properties(output, endpoint_url))
 
 
 def _publish(output: Location, written: str, current: tuple[int, str | None] | None) -> int:
@@ -163,7 +183,8 @@ def _current(output: Location) -> tuple[int, str | None] | None:
     return None if version == 0 else (version, found[1] if found is not None else None)
 
 
-def _run_number(table) -> int:
+def run_number(table) -> int:
+    """The number of the run whose commit made ``table``'s current snapshot (0: none of ours)."""
     snapshot = table.current_snapshot()
     return int(snapshot.summary.additional_properties.get(RUN_PROPERTY, 0)) if snapshot is not None else 0
 
@@ -171,10 +192,10 @@ def _run_number(table) -> int:
 def _catalog(output: Location, endpoint_url: str | None):
     from pyiceberg.catalog.sql import SqlCatalog
 
-    return SqlCatalog("embedded", uri="sqlite:///:memory:", **_io_properties(output, endpoint_url))
+    return SqlCatalog("embedded", uri="sqlite:///:memory:", **io_properties(output, endpoint_url))
 
 
-def _io_properties(output: Location, endpoint_url: str | None) -> dict[str, str]:
+def io_properties(output: Location, endpoint_url: str | None) -> dict[str, str]:
     """pyiceberg's FileIO options: the same endpoint and region as our S3 filesystem (credentials from the environment)."""
     if not output.is_s3:
         return {}
@@ -182,6 +203,7 @@ def _io_properties(output: Location, endpoint_url: str | None) -> dict[str, str]
     return {"s3.region": output.filesystem.region, **({"s3.endpoint": endpoint} if endpoint else {})}
 
 
-def _uri(output: Location, name: str = "") -> str:
+def table_uri(output: Location, name: str = "") -> str:
+    """The table's location (or a file ``name`` in it) as pyiceberg spells it."""
     base = f"s3://{output.path}" if output.is_s3 else f"file://{output.path}"
     return posixpath.join(base, name) if name else base

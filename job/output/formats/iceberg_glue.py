@@ -1,0 +1,138 @@
+"""``--table-format iceberg --iceberg-catalog glue``: the run's one snapshot committed through AWS Glue's Data Catalog.
+
+Use it when the table's readers find tables by name in Glue (Athena, EMR, Spark's and Ray Data's
+Glue catalogs). The parts and the metadata lie in ``--output`` as with the embedded catalog
+(``metadata/<N>-<uuid>.metadata.json``, pyiceberg's names); Glue's entry for ``--iceberg-table``
+names the current metadata file. pyiceberg's ``GlueCatalog`` commits: the first run creates the
+Glue table with its first snapshot in one ``CreateTable``; every later night is one
+``UpdateTable`` conditioned on the entry's ``VersionId`` (Glue's optimistic concurrency), so a
+writer that committed meanwhile makes ours fail whole. The table's version is the N of its
+metadata file: 0 after the first run, one more each night.
+
+The refusals are the embedded catalog's (``iceberg.require_columns``, ``require_no_other_writer``)
+and one more: a Glue table of that name whose files lie elsewhere than ``--output``. Glue's client
+is pyiceberg's (boto3): credentials from the environment, the output bucket's region, the
+endpoint AWS's or ``AWS_ENDPOINT_URL_GLUE`` (boto3's own setting: LocalStack, moto).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pyarrow as pa
+
+from job.errors import JobError
+from job.output.formats import Commit, TableAt, TableState
+from job.output.formats.iceberg import (TABLE_PROPERTIES, io_properties, one_line, require_columns,
+                                        require_no_other_writer, run_number, table_uri, write_snapshot)
+from storage import StorageError
+
+METADATA_VERSION = re.compile(r"(\d+)-.*\.metadata\.json")  # pyiceberg's (and Iceberg Java's) metadata file names
+GONE = "gone"  # a Glue entry whose metadata file is no more (--overwrite cleared the prefix): replaced by the next commit
+
+
+def require_ours(at: TableAt, schema: pa.Schema, state: TableState | None) -> None:
+    """Refuse before any work: no such database, a table of that name elsewhere, of other columns, or another writer's."""
+    catalog = _catalog(at)
+    database, _ = _split(at)
+    with _glue_errors(at, "cannot be read"):
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        try:
+            catalog.load_namespace_properties(database)
+        except NoSuchNamespaceError as e:
+            raise JobError(f"Glue database {database} does not exist in {at.output.filesystem.region}: create it "
+                           "(terraform/glue.tf declares one), or pass --iceberg-table naming a database that exists") from e
+        table = _load(catalog, at)
+    if table is None or (table == GONE and state is None):
+        return
+    where = f"Glue table {at.name} ({at.output.uri})"
+    if table == GONE:
+        raise StorageError(f"{where}: Glue names a metadata file that is gone; pass --overwrite to redo the table")
+    if table.location().rstrip("/") != table_uri(at.output):
+        raise JobError(f"Glue table {at.name} is the table at {table.location()}, not at --output {at.output.uri}; "
+                       "pass another --iceberg-table, or the --output it was made with")
+    require_columns(where, table, schema)
+    require_no_other_writer(where, table, version_of(table), state)
+
+
+def commit(at: TableAt, change: Commit) -> int | None:
+    """Apply ``change`` as one Glue commit; returns the new version, or None when run ``change.number`` committed it."""
+    catalog = _catalog(at)
+    with _glue_errors(at, "cannot be read"):
+        current = _load(catalog, at)
+    if current not in (None, GONE) and run_number(current) >= change.number:
+        return None
+    before = None if current in (None, GONE) else version_of(current)
+    with one_line(f"{at.output.uri} (Glue table {at.name})", before), _glue_errors(at, "was not committed"):
+        if current in (None, GONE):
+            _create(catalog, at, change, replace=current == GONE)
+        else:
+            with current.transaction() as tx:
+                write_snapshot(tx, current, at.output, at.endpoint_url, change)
+        return version_of(catalog.load_table(_split(at)))
+
+
+def current_version(at: TableAt) -> int | None:
+    with _glue_errors(at, "cannot be read"):
+        table = _load(_catalog(at), at)
+    return None if table in (None, GONE) else version_of(table)
+
+
+def version_of(table) -> int:
+    """The table's version: the N of its current ``<N>-<uuid>.metadata.json``, one more each commit."""
+    found = METADATA_VERSION.fullmatch(posixpath.basename(table.metadata_location))
+    if found is None:
+        raise JobError(f"{table.metadata_location}: not an Iceberg metadata file name (<N>-<uuid>.metadata.json); "
+                       "the Glue table was not written by an Iceberg catalog: pass another --iceberg-table")
+    return int(found.group(1))
+
+
+def _create(catalog, at: TableAt, change: Commit, replace: bool) -> None:
+    """The table and its first snapshot in one ``CreateTable``; ``replace``: drop the entry whose metadata is gone first."""
+    if replace:
+        catalog.drop_table(_split(at))  # the entry only: Glue's DeleteTable leaves the files alone
+    tx = catalog.create_table_transaction(_split(at), schema=change.schema, location=table_uri(at.output),
+                                          properties=TABLE_PROPERTIES)
+    write_snapshot(tx, None, at.output, at.endpoint_url, change)
+    tx.commit_transaction()
+
+
+def _load(catalog, at: TableAt):
+    """The Glue table (pyiceberg's ``Table``), None when Glue has no such table, ``GONE`` when its metadata file is gone."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    try:
+        return catalog.load_table(_split(at))
+    except NoSuchTableError:
+        return None
+    except FileNotFoundError:
+        return GONE
+
+
+def _catalog(at: TableAt):
+    from pyiceberg.catalog.glue import GlueCatalog
+
+    region = at.output.filesystem.region
+    return GlueCatalog("glue", **{"glue.region": region, **io_properties(at.output, at.endpoint_url)})
+
+
+def _split(at: TableAt) -> tuple[str, str]:
+    database, name = (at.name or "").split(".")
+    return database, name
+
+
+@contextmanager
+def _glue_errors(at: TableAt, what: str) -> Iterator[None]:
+    """Glue's own failures (credentials, permissions, an unreachable endpoint) as one line naming the table and the fix."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except (BotoCoreError, ClientError) as e:
+        raise StorageError(f"Glue table {at.name} {what} ({' '.join(str(e).split())[:300]}); check the AWS credentials, "
+                           "region, and that the role may glue:GetDatabase, GetTable, CreateTable, UpdateTable "
+                           "(terraform/glue.tf)") from e
