@@ -13,6 +13,9 @@ picks which requests fail, and how:
   cut answer to a write that took effect is a different fault class.
 
 ``latency_s`` delays every request, as a slow or distant store would.
+``deny(predicate)`` answers the requests ``predicate(method, path)`` accepts with S3's ``403
+AccessDenied`` (no client retries it) and forwards the rest: a store error on one folder only,
+e.g. every write to a table's ``_delta_log/``; ``deny(None)`` lifts it.
 ``fail_all`` answers every request with ``SlowDown``: an endpoint that is down for good.
 ``fail_from(predicate)`` sets it at the first request ``predicate(method, path)`` accepts,
 e.g. the first read of an input file once a job has planned. ``counts`` holds the requests
@@ -46,6 +49,10 @@ SLOW_DOWN = (
     b"<Message>Please reduce your request rate.</Message><RequestId>K2H6N7ZGQT6WHCEG</RequestId>"
     b"<HostId>WWoZlnK4pTjKCYn6eNV7GgOurabfqLkjbSyqTvDMGBaI9uwzyNhSaDhOCPs8paFGye7S6b/AB+Q=</HostId></Error>"
 )
+ACCESS_DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message>'
+    b"<RequestId>K2H6N7ZGQT6WHCEH</RequestId><HostId>denied-by-the-fault-proxy</HostId></Error>"
+)
 
 
 class FaultProxy(ThreadingHTTPServer):
@@ -61,6 +68,7 @@ class FaultProxy(ThreadingHTTPServer):
         self.upstream = (parsed.hostname, parsed.port or 80)
         self.fault_rate, self.kinds, self.fail_all, self.latency_s = fault_rate, kinds, fail_all, latency_s
         self._fail_when: Callable[[str, str], bool] | None = None
+        self._deny_when: Callable[[str, str], bool] | None = None
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -89,10 +97,18 @@ class FaultProxy(ThreadingHTTPServer):
         with self._lock:
             self._fail_when = predicate
 
+    def deny(self, predicate: Callable[[str, str], bool] | None) -> None:
+        """Answer the requests ``predicate(method, path)`` accepts with ``403 AccessDenied`` (None: none)."""
+        with self._lock:
+            self._deny_when = predicate
+
     def next_fault(self, method: str, path: str) -> str | None:
         """Count a request and draw its fate: a fault kind, or None to forward it."""
         with self._lock:
             self.counts["requests"] += 1
+            if self._deny_when is not None and self._deny_when(method, path):
+                self.counts["denied"] += 1
+                return "denied"
             if self._fail_when is not None and self._fail_when(method, path):
                 self.fail_all = True
             if self.fail_all:
@@ -145,6 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "slowdown":
             headers = [("Content-Type", "application/xml"), ("Content-Length", str(len(SLOW_DOWN)))]
             return self._reply(503, headers, io.BytesIO(SLOW_DOWN), len(SLOW_DOWN))
+        if fault == "denied":
+            headers = [("Content-Type", "application/xml"), ("Content-Length", str(len(ACCESS_DENIED)))]
+            return self._reply(403, headers, io.BytesIO(ACCESS_DENIED), len(ACCESS_DENIED))
         if fault == "reset":
             self.close_connection = True  # close with no answer at all
             return

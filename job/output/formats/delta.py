@@ -16,6 +16,7 @@ reader of an older version still reads them; ``job.finish`` deletes them after t
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from storage.resolve import s3_endpoint
 
 CHECKPOINT_INTERVAL = 10  # commits between checkpoints of the log
 STAT_THREADS = 16
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def require_ours(at: TableAt, schema, state: TableState | None) -> None:
@@ -88,7 +90,9 @@ def _one_line(uri: str, what: str) -> Iterator[None]:
     try:
         yield
     except (DeltaError, OSError) as e:
-        raise StorageError(f"{uri}: {what} ({' '.join(str(e).split())[:300]})") from e
+        # delta-rs colours its error chains for a terminal: the line keeps the words, not the escapes.
+        said = " ".join(ANSI_ESCAPE.sub("", str(e)).split())
+        raise StorageError(f"{uri}: {what} ({said[:300]})") from e
 
 
 def _configuration(days: float) -> dict[str, str]:
