@@ -119,6 +119,9 @@ resource "aws_iam_role_policy" "sagemaker" {
 # output): its run's staging, the SageMaker calls of runners/sagemaker/aws.py (API_OPERATIONS) on
 # the run's own model and transform job, and handing the execution role to SageMaker only.
 data "aws_iam_policy_document" "sagemaker_runner" {
+  # The runner's driver commits the night: with --iceberg-catalog glue, through Glue (glue.tf).
+  source_policy_documents = [data.aws_iam_policy_document.glue_commit.json]
+
   statement {
     sid       = "ListStaging"
     actions   = ["s3:ListBucket", "s3:GetBucketLocation"]

@@ -92,3 +92,18 @@ output "databricks_job_url" {
   description = "Link to the nightly Databricks job in the workspace (null when the job is not created here)."
   value       = one(databricks_job.nightly_spark[*].url)
 }
+
+output "glue_database" {
+  description = "Glue database for --iceberg-catalog glue: pass --iceberg-table <this>.<table>."
+  value       = aws_glue_catalog_database.tables.name
+}
+
+output "glue_commit_policy_arn" {
+  description = "The Glue calls a nightly Iceberg commit makes; attached to the Ray head, included in sagemaker_runner. Attach it to whatever else runs a driver."
+  value       = aws_iam_policy.glue_commit.arn
+}
+
+output "databricks_external_location_url" {
+  description = "Unity Catalog external location over the output prefix (null without Databricks): the bundle's output_prefix must lie in it."
+  value       = one(databricks_external_location.output[*].url)
+}

@@ -135,3 +135,14 @@ variable "databricks_wheel_path" {
     error_message = "databricks_wheel_path must not be under /Workspace/Shared/: every workspace user can replace a file there, and the job runs it with the nodes instance profile. Use your home (/Workspace/Users/<you>/...) or a Unity Catalog volume."
   }
 }
+
+variable "glue_database" {
+  description = "Glue database of the Iceberg tables a run with --iceberg-catalog glue commits (--iceberg-table <this>.<table>). Lower-case letters, digits and _: the names Athena reads."
+  type        = string
+  default     = "batch_inference"
+
+  validation {
+    condition     = can(regex("^[a-z0-9_]{1,255}$", var.glue_database))
+    error_message = "glue_database must be lower-case letters, digits and _ (Athena reads no other names; --iceberg-table refuses them too)."
+  }
+}

@@ -135,3 +135,12 @@ def test_the_night_writes_delta_and_a_task_after_it_registers_the_table(job):
     for name, location in (("main.x; DROP TABLE y", "s3://b/p/"), ("main.s.t", "s3://b/p' OR '1")):
         with pytest.raises(SystemExit, match="^error: "):
             statement(name, location)
+
+
+def test_the_registered_tables_location_lies_in_terraforms_unity_catalog_external_location(bundle, tf):
+    import deploy_iam
+
+    external = deploy_iam.resolve(tf, tf["resource"]["databricks_external_location"]["output"]["url"])
+    registered = bundle["variables"]["output_prefix"]["default"].replace("ACCOUNT_ID", deploy_iam.ACCOUNT)
+    assert registered.startswith(external.rstrip("/") + "/") or registered == external, (registered, external)
+    assert "databricks_external_location_url" in bundle["variables"]["output_prefix"]["description"]

@@ -10,12 +10,13 @@ import hcl2
 import pytest
 from packaging.specifiers import SpecifierSet
 
+import deploy_iam
 from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, parse_hcl_dir, runner_args, tf_default
 
 TF_FILES = sorted(TERRAFORM.rglob("*.tf"))
 DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket", "staging_bucket")
 # Policy documents attached to the job roles (the bucket policies are resource policies).
-ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker", "sagemaker_runner")
+ROLE_POLICIES = ("job_data", "ray_autoscaler", "sagemaker", "sagemaker_runner", "glue_commit", "unity_catalog_output")
 
 
 @pytest.mark.parametrize("path", TF_FILES, ids=lambda p: str(p.relative_to(TERRAFORM)))
@@ -151,7 +152,7 @@ def statements(tf, policy: str) -> list[dict]:
 def test_iam_resources_are_project_buckets_or_scoped_arns(tf):
     allowed = re.compile(
         r"^\$\{(module\.(input|output|model|staging)_bucket\.arn|aws_kms_key\.data\.arn|aws_iam_role\.(nodes|sagemaker)\.arn)\}"
-        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm|sagemaker):\$\{local\.region\}:")
+        r"|^arn:\$\{local\.partition\}:(ec2|ecr|logs|ssm|sagemaker|glue):\$\{local\.region\}:")
     for policy in ROLE_POLICIES:
         for st in statements(tf, policy):
             for resource in st["resources"]:
@@ -238,3 +239,42 @@ def test_outputs_named_in_the_docs_exist(tf):
     named = set(re.findall(r"terraform(?: -chdir=terraform)? output(?: -raw| -json)? (\w+)", DOCS.read_text()))
     assert named, "docs/DEPLOY.md shows no `terraform output` command"
     assert named <= set(tf["output"]), f"unknown outputs in the docs: {named - set(tf['output'])}"
+
+
+def test_the_glue_database_is_declared_and_only_the_drivers_may_commit_tables_in_it(tf):
+    assert tf["resource"]["aws_glue_catalog_database"]["tables"]["name"] == "${var.glue_database}"
+    database, region = tf_default(tf, "glue_database"), tf_default(tf, "region")
+    assert re.fullmatch(r"[a-z0-9_]+", database)  # what --iceberg-table accepts (job.config.GLUE_TABLE_NAME)
+    arn = f"arn:aws:glue:{region}:{deploy_iam.ACCOUNT}"
+    catalog, own, table = f"{arn}:catalog", f"{arn}:database/{database}", f"{arn}:table/{database}/predictions"
+    glue = deploy_iam.policy(tf, "glue_commit")
+    assert glue.allows("glue:GetDatabase", own) and glue.allows("glue:GetDatabase", catalog)
+    for action in ("glue:GetTable", "glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable"):
+        assert all(glue.allows(action, resource) for resource in (catalog, own, table)), action
+    assert not glue.allows("glue:UpdateTable", f"{arn}:table/other_db/predictions")
+    for action in ("glue:DeleteDatabase", "glue:CreateDatabase", "glue:GetTables", "glue:BatchDeleteTable"):
+        assert not glue.allows(action, own) and not glue.allows(action, table), action
+    attached = {a["role"] for a in tf["resource"]["aws_iam_role_policy_attachment"].values()
+                if a["policy_arn"] == "${aws_iam_policy.glue_commit.arn}"}
+    assert attached == {"${aws_iam_role.ray_head.name}"}  # the Ray driver's role; workers never commit
+    runner = tf["data"]["aws_iam_policy_document"]["sagemaker_runner"]
+    assert runner["source_policy_documents"] == ["${data.aws_iam_policy_document.glue_commit.json}"]
+    assert not any(a.startswith("glue:") for st in statements(tf, "sagemaker") for a in st["actions"])  # Batch Transform
+
+
+def test_unity_catalog_reads_the_output_prefix_through_the_external_location_the_table_is_registered_in(tf):
+    location = tf["resource"]["databricks_external_location"]["output"]
+    assert location["url"] == "${local.output_prefix}" and location["read_only"] is True
+    assert runner_args(tf["locals"]["spark_job_parameters"])["--output"] == location["url"]  # the job's table lies in it
+    assert location["credential_name"] == "${databricks_storage_credential.output[0].name}"
+    credential = tf["resource"]["databricks_storage_credential"]["output"]
+    assert credential["aws_iam_role"]["role_arn"].endswith(":role/${local.unity_catalog_role_name}")
+    role = tf["resource"]["aws_iam_role"]["unity_catalog"]
+    assert role["name"] == "${local.unity_catalog_role_name}"
+    assert role["assume_role_policy"] == "${data.databricks_aws_unity_catalog_assume_role_policy.output[0].json}"
+    assert tf["resource"]["aws_iam_role_policy"]["unity_catalog"]["policy"] == "${data.aws_iam_policy_document.unity_catalog_output.json}"
+    reader = deploy_iam.policy(tf, "unity_catalog_output")
+    prefix = deploy_iam.resolve(tf, "${local.output_prefix}").removeprefix("s3://")
+    log = f"arn:aws:s3:::{prefix}_delta_log/00000000000000000000.json"
+    assert reader.allows("s3:GetObject", log) and not reader.allows("s3:PutObject", log)
+    assert not reader.allows("s3:GetObject", f"arn:aws:s3:::{deploy_iam.bucket_name(tf, 'input_bucket')}/images/x.parquet")
