@@ -32,6 +32,15 @@ from job.errors import JobError
         ({"table_format": "delta", "embedding_dtype": "float16"}, ("--embedding-dtype float16 with --table-format delta: "
                                                                    "the format has no float16 type")),
         ({"table_format": "iceberg", "time_travel_days": -1}, "--time-travel-days must be 0 or more, got -1"),
+        ({"iceberg_catalog": "hive"}, "--iceberg-catalog must be one of embedded, glue, got 'hive'"),
+        ({"iceberg_table": "db.t"}, "--iceberg-table db.t names a table in a catalog; the embedded catalog needs no name"),
+        ({"iceberg_catalog": "glue", "iceberg_table": "db.t"}, ("--iceberg-catalog glue is the catalog of an Iceberg table, "
+                                                                "and --table-format is parquet: add --table-format iceberg")),
+        ({"table_format": "iceberg", "iceberg_catalog": "glue"}, "--iceberg-catalog glue needs --iceberg-table DATABASE.TABLE"),
+        ({"table_format": "iceberg", "iceberg_catalog": "glue", "iceberg_table": "Nightly.Preds"},
+         "--iceberg-table must be DATABASE.TABLE of lower-case letters, digits and _ (the names Athena reads), got 'Nightly.Preds'"),
+        ({"table_format": "iceberg", "iceberg_catalog": "glue", "iceberg_table": "db.t", "output": "/tmp/out"},
+         "--iceberg-catalog glue: a Glue table's files lie on S3, and --output /tmp/out is not an s3:// prefix"),
         ({"crop": 0}, "--crop: the recipe's crop must be a positive whole number of pixels, got 0"),
         ({"resize": 200, "crop": 224}, "--resize/--crop: the recipe needs crop <= resize"),
         ({"mean": (124.0, 116.0, 104.0)}, "--mean: the recipe's mean must be in [0, 1] per channel, got (124.0, 116.0, 104.0); "
@@ -105,6 +114,7 @@ def test_config_is_frozen_and_recorded_whole():
                   max_pixels=1000, overwrite=True, skip_id_check=True),
         JobConfig(input="in", output="out", weights="/w.pt", arch="convnext_tiny", labels="s3://b/names.json", resize=256,
                   crop=224, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), embeddings="only", embedding_dtype="float32"),
+        JobConfig(input="in", output="s3://b/out", table_format="iceberg", iceberg_catalog="glue", iceberg_table="db.preds"),
     ],
 )
 def test_config_to_argv_parses_back_to_the_same_config(config):
