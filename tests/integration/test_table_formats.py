@@ -105,17 +105,18 @@ def test_a_glue_commit_is_applied_once_a_run_and_a_stale_writer_loses_instead_of
     from job.output.formats.iceberg_glue import _catalog
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)
-    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": "nightly"})
+    database = s3_bucket.replace("-", "_")  # moto's Glue lives as long as the session's server: a database per test
+    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": database})
     out = f"s3://{s3_bucket}/out"
     output = resolve(out, s3_env)
     for name in ("a", "b"):
         pq.write_table(pa.table({"id": [f"{name}-0"], "error": [None]}, schema=SCHEMA), f"{output.path}/{name}.parquet",
                        filesystem=output.filesystem)
     config = JobConfig(input="/nowhere/in", output=out, s3_endpoint_url=s3_env, table_format="iceberg",
-                       iceberg_catalog="glue", iceberg_table="nightly.t")
+                       iceberg_catalog="glue", iceberg_table=f"{database}.t")
     at, module = TableAt.of(output, config), format_module("iceberg", "glue")
     first = commit_run(output, config, None, {"a.parquet": 1}, [], SCHEMA, "run-1")
-    stale = _catalog(at).load_table(("nightly", "t"))
+    stale = _catalog(at).load_table((database, "t"))
     night = commit_run(output, config, snapshot(["a"], 1, first.version), {"a.parquet": 1, "b.parquet": 1}, [], SCHEMA, "run-2")
     again = commit_run(output, config, snapshot(["a"], 1, first.version), {"a.parquet": 1, "b.parquet": 1}, [], SCHEMA, "run-2")
     assert (first.version, night.version, again.version) == (0, 1, 1), "a run's commit was applied twice"

@@ -114,24 +114,25 @@ def test_an_iceberg_table_in_glue_is_created_on_the_first_run_and_each_night_is_
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)  # boto3's own setting: pyiceberg's Glue client on moto
     source, out = f"s3://{s3_bucket}/in", f"s3://{s3_bucket}/out"
+    database = s3_bucket.replace("-", "_")  # moto's Glue lives as long as the session's server: a database per test
     args = job_args(source, out, s3_env, "--incremental", "--table-format", "iceberg", "--iceberg-catalog", "glue",
-                    "--iceberg-table", "nightly.predictions")
+                    "--iceberg-table", f"{database}.predictions")
     write_night(source, s3_env, 0, 2)
     line = refused(main, args, capsys)
-    assert line.startswith("Glue database nightly does not exist in us-east-1: create it (terraform/glue.tf declares one)")
-    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": "nightly"})
+    assert line.startswith(f"Glue database {database} does not exist in us-east-1: create it (terraform/glue.tf declares one)")
+    boto3.client("glue", endpoint_url=s3_env).create_database(DatabaseInput={"Name": database})
     first = main(args)
-    table = glue_catalog(s3_env).load_table(("nightly", "predictions"))
+    table = glue_catalog(s3_env).load_table((database, "predictions"))
     assert first["table"]["version"] == 0 and table.location() == out
     assert predictions(table.scan().to_arrow()) == predictions(read_output(out, s3_env)[0]) and first["counts"]["rows_in"] == 6
     tonight = write_night(source, s3_env, 2, 1)
     night = main(args)
-    table = glue_catalog(s3_env).load_table(("nightly", "predictions"))
+    table = glue_catalog(s3_env).load_table((database, "predictions"))
     ids = table.scan().to_arrow().column("id").to_pylist()
     assert night["table"]["version"] == 1 and len(ids) == len(set(ids)) == night["counts"]["rows_in"] == 9
     assert set(tonight) < set(ids) and len(table.metadata.snapshots) == 2
     other = job_args(source, f"s3://{s3_bucket}/elsewhere", s3_env, "--table-format", "iceberg", "--iceberg-catalog",
-                     "glue", "--iceberg-table", "nightly.predictions")
-    assert refused(main, other, capsys) == (f"Glue table nightly.predictions is the table at {out}, not at --output "
+                     "glue", "--iceberg-table", f"{database}.predictions")
+    assert refused(main, other, capsys) == (f"Glue table {database}.predictions is the table at {out}, not at --output "
                                             f"s3://{s3_bucket}/elsewhere; pass another --iceberg-table, or the --output "
                                             "it was made with")
