@@ -1,4 +1,5 @@
-"""--incremental on Spark, input and output on S3: nightly runs keep the table equal to a fresh full run."""
+"""Nights on Spark, input and output on S3, one Spark session: --incremental over Parquet files and over
+image objects keeps the table equal to a fresh full run; Delta and Iceberg hold the folder's rows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from runners import spark_job
 from tests.common.spark import local_spark
 from tests.integration import incremental_scenarios as scenarios
+from tests.integration import object_scenarios as objects
 from tests.integration import table_scenarios as tables
 
 
@@ -27,3 +29,7 @@ def test_a_replaced_input_file_is_redone_on_resume_on_s3(s3_bucket, s3_env):
 def test_delta_and_iceberg_tables_on_s3_hold_the_parquet_folders_rows(s3_bucket, s3_env):
     scenarios.write_night(f"s3://{s3_bucket}/in", s3_env, 0, 2)
     tables.delta_and_iceberg_hold_the_parquet_folders_rows(spark_job.main, f"s3://{s3_bucket}", s3_env)
+
+
+def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_bucket, s3_env):
+    objects.objects_run_as_they_lie_and_a_night_redoes_only_their_groups(spark_job.main, f"s3://{s3_bucket}", s3_env)
