@@ -26,6 +26,7 @@ from storage import Location, storage_errors
 
 # Footers are small; reading many at once hides S3 latency when planning thousands of files.
 FOOTER_READ_THREADS = 32
+EMPTY_SCHEMA = pa.schema([])
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,21 @@ def read_footers(location: Location, paths: Sequence[str], id_column: str | None
     """Every file's schema and row count (and null ``id_column`` cells where recorded), in the order given;
     a 0-byte file counts as 0 rows."""
 
+    # One schema object per distinct schema, not per file: a dataset's files nearly always share one, and a
+    # million footers each holding its own copy would take gigabytes of the driver's memory.
+    schemas: dict[pa.Schema, pa.Schema] = {}
+
     def footer(path: str) -> Footer:
         with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
             if f.size() == 0:  # an empty object (a writer's placeholder, an aborted upload): no rows, no schema
-                return Footer(path, 0, pa.schema([]))
+                return Footer(path, 0, schemas.setdefault(EMPTY_SCHEMA, EMPTY_SCHEMA))
             try:
                 metadata = pq.ParquetFile(f).metadata
             except pa.ArrowInvalid as e:
                 raise JobError(f"{location.uri_of(path)}: not a Parquet file ({e}); move it out of --input, or "
                                "rename it to start with '_' or '.' so readers skip it") from e
-        return Footer(path, metadata.num_rows, metadata.schema.to_arrow_schema(), _null_count(metadata, id_column))
+        schema = metadata.schema.to_arrow_schema()
+        return Footer(path, metadata.num_rows, schemas.setdefault(schema, schema), _null_count(metadata, id_column))
 
     with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(paths)))) as pool:
         return list(pool.map(footer, paths))
