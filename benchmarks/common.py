@@ -11,7 +11,11 @@ import json
 import os
 import time
 
+import pyarrow.parquet as pq
+
+from job.manifest import read_manifest
 from job.report import hardware, versions
+from storage import resolve
 
 
 def add_results_option(parser: argparse.ArgumentParser) -> None:
@@ -29,3 +33,10 @@ def append_result(path: str | None, row: dict) -> dict:
         with open(path, "a") as f:
             f.write(json.dumps(row, default=str) + "\n")
     return row
+
+
+def output_ids(uri: str, endpoint: str | None = None) -> list[str]:
+    """Every id of a finished output, as a reader sees it: the parts its manifest lists."""
+    location = resolve(uri, endpoint)
+    files = [location.join(name) for name in read_manifest(location).files]
+    return pq.read_table(files, columns=["id"], filesystem=location.filesystem).column("id").to_pylist()

@@ -22,17 +22,14 @@ import time
 from collections import Counter
 
 import boto3
-import pyarrow.parquet as pq
 
-from benchmarks.common import add_results_option, append_result
+from benchmarks.common import add_results_option, append_result, output_ids
 from benchmarks.harness.fault_proxy import FAULT_KINDS, FaultProxy
 from benchmarks.harness.processes import KillFirst, busy_pyspark_worker, ray_actor_working, ray_data_actor
 from benchmarks.harness.s3 import s3_server_env, start_s3_server
 from job import driver
 from job.engine import Engine
-from job.manifest import read_manifest
 from runners import engine, make_dataset
-from storage import resolve
 
 KILLS = {"preprocess": ray_actor_working("RayPreprocess"), "classify": ray_actor_working("RayClassify"),
          "worker": busy_pyspark_worker(cpu_s=1.0)}
@@ -106,13 +103,6 @@ def run_job(args: argparse.Namespace, job_args: list[str], proxy: FaultProxy, en
         "job_args": job_args,
         "note": args.note,
     }
-
-
-def output_ids(uri: str, endpoint: str) -> list[str]:
-    """Every id of a finished output, as a reader sees it: the parts its manifest lists."""
-    location = resolve(uri, endpoint)
-    files = [location.join(name) for name in read_manifest(location).files]
-    return pq.read_table(files, columns=["id"], filesystem=location.filesystem).column("id").to_pylist()
 
 
 def run_once(job: Engine, argv: list[str], kill: str | None) -> tuple[dict, str | None, str | None]:

@@ -113,9 +113,13 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
                                           "submit` sets) or else a new local Ray, never a cluster already running here")
     group.add_argument("--num-gpu-actors", type=positive_int(),
                        help="predictor actors, one GPU each: the run waits for that many GPUs (asking the autoscaler) "
-                            "and stops if they do not come (default: one per GPU the cluster has, 1 on CPU without GPUs)")
+                            "and stops if they do not come (default: one per GPU the cluster has once any wait ends; "
+                            "when no GPU is up but a node type the cluster's autoscaler reports can bring GPUs, the run "
+                            "first asks for one and waits as --num-gpu-actors 1 does; 1 on CPU when none is up or can come)")
     group.add_argument("--gpu-wait", type=non_negative_seconds, default=DEFAULT_GPU_WAIT_S, metavar="SECONDS",
-                       help=f"how long --num-gpu-actors waits for its GPUs to join (default: {DEFAULT_GPU_WAIT_S:g})")
+                       help="how long the run waits for the GPUs it asks for (--num-gpu-actors, or one a node type can "
+                            f"bring) to join (default: {DEFAULT_GPU_WAIT_S:g}); 0 without --num-gpu-actors: run on the "
+                            "nodes that are up, without waiting for a GPU node type")
     group.add_argument("--num-cpu-actors", type=positive_int(),
                        help="preprocessing actors (default: the cluster's CPUs less one per predictor and one spare)")
 

@@ -7,6 +7,8 @@ nodes already up: ``wait_for`` asks the autoscaler (``ray.autoscaler.sdk.request
 one bundle shaped like a predictor actor each) and waits up to ``--gpu-wait`` seconds, saying
 what it waits for; past it, one line says what came and what did not (``JobError``: exit 2,
 before any part is written). The device, precision and batch size are decided after the wait.
+A run that did not name a count asks for one GPU the same way when no GPU is up but one of the
+cluster's node types can bring GPUs (``from_node_types``; ``runners.ray.node_types``).
 
 An ``Accelerator`` is the Ray resource one predictor holds: ``GPU`` (CUDA) for every run; a test
 of a cluster without CUDA names a custom resource, which the same code waits for and places on.
@@ -24,6 +26,7 @@ from ray.autoscaler.sdk import request_resources
 
 from job.errors import JobError
 from job.execution import DeviceKind
+from runners.ray.node_types import NodeType
 
 POLL_S = 1.0  # how often the wait looks at the cluster's resources
 SHOW_EVERY_S = 30.0  # how often a long wait says it still waits
@@ -56,31 +59,57 @@ class Accelerator:
 CUDA = Accelerator()
 
 
-def wait_for(accelerator: Accelerator, wanted: int, bound_s: float, *, can_grow: bool = True,
+@dataclass(frozen=True)
+class Ask:
+    """How many accelerators a run waits for, and why, in the words its lines use."""
+
+    wanted: int
+    reason: str  # what asked: ``--num-gpu-actors 2``, or the node types that can bring them
+    fix: str  # what the user can do when they do not come
+
+    @classmethod
+    def explicit(cls, wanted: int) -> Ask:
+        """``--num-gpu-actors wanted``."""
+        return cls(wanted, f"--num-gpu-actors {wanted}", "Check the cluster's GPU node types (max_workers, quota), raise "
+                   "--gpu-wait, or lower --num-gpu-actors")
+
+    @classmethod
+    def from_node_types(cls, accelerator: Accelerator, types: list[NodeType]) -> Ask:
+        """No count named, none up, but ``types`` can bring ``accelerator``: one, as --num-gpu-actors 1 asks.
+
+        One is the least that is not CPU; the predictors are then one per GPU up once the wait ends
+        (``plan_scaling``), so a node type of 4 GPUs runs 4.
+        """
+        kinds = ", ".join(node_type.describe(accelerator.resource) for node_type in types)
+        return cls(1, f"no {accelerator.resource} is up, and the cluster's node types can bring it: {kinds}",
+                   "Check those node types (max_workers, quota), raise --gpu-wait, or pass --gpu-wait 0 to run on the "
+                   "nodes that are up")
+
+
+def wait_for(accelerator: Accelerator, ask: Ask, bound_s: float, *, can_grow: bool = True,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> int:
-    """Wait until the cluster has ``wanted`` of ``accelerator``, at most ``bound_s`` seconds; returns how many it has.
+    """Wait until the cluster has ``ask.wanted`` of ``accelerator``, at most ``bound_s`` seconds; returns how many it has.
 
     ``can_grow``: False for a local Ray this run started (no autoscaler, no node will join): a
     shortfall is refused at once. Raises ``JobError`` naming what came and what did not.
     """
-    have = accelerator.count()
+    wanted, have = ask.wanted, accelerator.count()
     if have >= wanted:
         return have
     if not can_grow:
         raise JobError(f"--num-gpu-actors {wanted}: this machine's local Ray has {accelerator.amount(have)}, and no node "
                        f"can join it; pass --address of a cluster with GPUs, or drop --num-gpu-actors to run on CPU")
     request_resources(bundles=[accelerator.bundle()] * wanted)  # persistent until the session clears it
-    print(f"ray: waiting up to {bound_s:g} s (--gpu-wait) for {accelerator.amount(wanted)} (--num-gpu-actors {wanted}); "
-          f"the cluster has {have}; asked the autoscaler for {wanted} predictor bundles {accelerator.bundle()}",
+    print(f"ray: waiting up to {bound_s:g} s (--gpu-wait) for {accelerator.amount(wanted)} ({ask.reason}); "
+          f"the cluster has {have}; asked the autoscaler for {_counted(wanted, 'predictor bundle')} {accelerator.bundle()}",
           file=sys.stderr, flush=True)
     began = shown = clock()
     while have < wanted:
         waited = clock() - began
         if waited >= bound_s:
-            raise JobError(f"--num-gpu-actors {wanted}: {accelerator.amount(have)} of {wanted} came within --gpu-wait "
-                           f"{bound_s:g} s ({describe_cluster(accelerator)}), {wanted - have} never did; nothing was run "
-                           "or written. Check the cluster's GPU node types (max_workers, quota), raise --gpu-wait, "
-                           "or lower --num-gpu-actors")
+            raise JobError(f"{ask.reason}: {accelerator.amount(have)} of {wanted} came within --gpu-wait {bound_s:g} s "
+                           f"({describe_cluster(accelerator)}), {wanted - have} never did; nothing was run or written. "
+                           f"{ask.fix}")
         sleep(min(POLL_S, bound_s - waited))
         have = accelerator.count()
         if clock() - shown >= SHOW_EVERY_S:

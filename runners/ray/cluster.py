@@ -4,10 +4,10 @@
 (``job.driver.run_job``): it joins the cluster ``--address`` (or ``RAY_ADDRESS``, as ``ray job
 submit`` sets it) names, else starts a new local Ray, never one that ``ray start`` left on the
 machine. It says what the predictors will run on (``devices``: after waiting for the GPUs the run
-asked for, ``runners.ray.accelerators``; the cluster's GPUs and their type), and shuts down only
-a Ray it started. ``plan_scaling`` sizes both pools from the cluster: the predictor pool fixed
-(one actor per GPU), the preprocessing pool started at its planned size rather than ramped up
-from one actor.
+asked for, or for one when none is up and the cluster's node types can bring them,
+``runners.ray.accelerators``; the cluster's GPUs and their type), and shuts down only a Ray it
+started. ``plan_scaling`` sizes both pools from the cluster: the predictor pool fixed (one actor
+per GPU), the preprocessing pool started at its planned size rather than ramped up from one actor.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from job.errors import JobError
 from job.execution import Devices
 from job.lease.reaper import Reaper
 from runners.ray import quiet
-from runners.ray.accelerators import CUDA, Accelerator, describe_cluster, wait_for, withdraw_request
+from runners.ray.accelerators import CUDA, Accelerator, Ask, describe_cluster, wait_for, withdraw_request
+from runners.ray.node_types import bringing
 from storage import StorageError
 
 T = TypeVar("T")
@@ -45,7 +46,8 @@ class RaySession:
     ``address``: the cluster to join; None: ``RAY_ADDRESS``, else a new local Ray. ``verbose``:
     Ray's own lines as Ray prints them; otherwise quiet (``runners.ray.quiet``). ``gpu_actors``:
     the predictors the user asked to run on ``accelerator`` (``--num-gpu-actors``), waited for up
-    to ``gpu_wait_s`` seconds; None: whatever the cluster has (CPU without GPUs).
+    to ``gpu_wait_s`` seconds; None: whatever the cluster has, after waiting for one when none is up
+    and a node type of the cluster's autoscaler can bring them (CPU when none is up and none can come).
     """
 
     def __init__(self, address: str | None, verbose: bool = False, *, gpu_actors: int | None = None,
@@ -103,11 +105,30 @@ class RaySession:
         """Says which cluster the run is on; then, once the GPUs asked for came, what the predictors run on
         (``cluster_devices``)."""
         print(f"ray: {self._which()} ({describe_cluster(self.accelerator)})", file=sys.stderr, flush=True)
-        if self.gpu_actors:
-            can_grow = not (self.owned and self.target == LOCAL)
-            self.requested = can_grow and self.accelerator.count() < self.gpu_actors
-            wait_for(self.accelerator, self.gpu_actors, self.gpu_wait_s, can_grow=can_grow)
+        can_grow = not (self.owned and self.target == LOCAL)
+        ask = self._ask(can_grow)
+        if ask is not None:
+            self.requested = can_grow and self.accelerator.count() < ask.wanted
+            wait_for(self.accelerator, ask, self.gpu_wait_s, can_grow=can_grow)
         return cluster_devices(self.accelerator)
+
+    def _ask(self, can_grow: bool) -> Ask | None:
+        """What the run waits for: ``--num-gpu-actors``; else one, when none is up but a node type can bring them.
+
+        ``--gpu-wait 0`` without ``--num-gpu-actors``: the user chose the nodes that are up (CPU), said in one line.
+        """
+        if self.gpu_actors:
+            return Ask.explicit(self.gpu_actors)
+        if not can_grow or self.accelerator.count():
+            return None
+        types = bringing(self.accelerator.resource)
+        if not types:
+            return None
+        ask = Ask.from_node_types(self.accelerator, types)
+        if self.gpu_wait_s == 0:
+            print(f"ray: {ask.reason}; --gpu-wait 0: running on the nodes that are up", file=sys.stderr, flush=True)
+            return None
+        return ask
 
     def _local_options(self) -> dict:
         """A new local Ray starts its dashboard (with ray[default]) only for --verbose: it costs the run's start-up

@@ -15,7 +15,7 @@ import pytest
 
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import write_mixed
-from tests.common.ray_cluster import LocalCluster
+from benchmarks.harness.ray_cluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 

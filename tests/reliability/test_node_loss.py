@@ -1,6 +1,6 @@
 """A worker node lost whole mid-run on a real multi-node local Ray cluster: every row comes out once.
 
-The cluster (``tests.common.ray_cluster``): a head that runs no work and two worker nodes, each
+The cluster (``benchmarks.harness.ray_cluster``): a head that runs no work and two worker nodes, each
 with 2 CPUs and one ``fake_gpu`` (the stand-in GPU of ``tests.common.standin_gpu_job``). The job's
 three actors, one predictor (a CPU and the ``fake_gpu``) and two decoders (a CPU each), cannot
 fit on one node, so they spread over both, whatever Ray's scheduler prefers. The job runs as the user runs it, its own process joining by
@@ -22,7 +22,7 @@ from job.sample.synthetic import write_dataset
 from storage import resolve
 from tests.common.contract import assert_output_contract, read_output
 from tests.common.datasets import BAD_REASONS, mixed_rows
-from tests.common.ray_cluster import LocalCluster, Node
+from benchmarks.harness.ray_cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
 
@@ -71,17 +71,6 @@ def wait_first_part(job: subprocess.Popen, out: Path) -> None:
         time.sleep(0.2)
 
 
-def holds(node: Node, actor: str) -> bool:
-    """Whether one of ``node``'s processes is an actor of the stage ``actor`` (its title names the operator)."""
-    titles = []
-    for process in node.processes():
-        try:
-            titles.append(" ".join(process.cmdline()))
-        except Exception:  # noqa: BLE001 - it ended while we looked
-            continue
-    return any(actor in title for title in titles)
-
-
 def run_and_lose(cluster: LocalCluster, tmp_path: Path, victim: str) -> dict:
     """Run the job, kill the worker node ``victim`` names (``predictor``, or the other: ``decoders``) after
     the first part, a replacement joins; the job's output holds every row once. Returns its manifest."""
@@ -90,10 +79,10 @@ def run_and_lose(cluster: LocalCluster, tmp_path: Path, victim: str) -> dict:
     try:
         wait_first_part(job, tmp_path / "out")
         workers = cluster.nodes[1:]
-        with_predictor = [node for node in workers if holds(node, PREDICTOR)]
+        with_predictor = [node for node in workers if node.runs(PREDICTOR)]
         assert len(with_predictor) == 1, "the predictor should run on one worker node"
         others = [node for node in workers if node not in with_predictor]
-        assert all(holds(node, DECODER) for node in others), "a decoder should run beside the predictor's node"
+        assert all(node.runs(DECODER) for node in others), "a decoder should run beside the predictor's node"
         lost = with_predictor[0] if victim == "predictor" else others[0]
         lost.kill()
         cluster.add_node(*WORKER, wait=False)  # the replacement; the job must not wait for it to start

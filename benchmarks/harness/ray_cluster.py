@@ -1,11 +1,12 @@
-"""A real multi-node Ray cluster on this machine for tests: a ``ray start --head`` and ``ray start --address`` nodes.
+"""A real multi-node Ray cluster on this machine, for tests and benchmarks: ``ray start`` nodes.
 
-Each node is one ``ray start --block`` process in a session of its own, with its own ports and
-the cluster's own temp dir, so it never meets another Ray on the machine. A node is stopped by
-killing that process and every process it started (its raylet, object store, workers, actors), by
-pid: never ``ray stop``, which stops every Ray on the machine, other people's too. Token auth on
-both sides, as Ray 2.60 wants it: ``RAY_AUTH_MODE=token`` and the cluster's ``RAY_AUTH_TOKEN`` in
-every node's environment and in ``env`` for its clients.
+A ``ray start --head`` and ``ray start --address`` workers. Each node is one ``ray start --block``
+process in a session of its own, with its own ports and the cluster's own temp dir, so it never
+meets another Ray on the machine. A node is stopped by killing that process and every process it
+started (its raylet, object store, workers, actors), by pid: never ``ray stop``, which stops every
+Ray on the machine, other people's too. Token auth on both sides, as Ray 2.60 wants it:
+``RAY_AUTH_MODE=token`` and the cluster's ``RAY_AUTH_TOKEN`` in every node's environment and in
+``env`` for its clients.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ import psutil
 
 RAY = str(Path(sys.executable).parent / "ray")
 START_TIMEOUT_S = 90.0  # a node's start on a loaded 2-core machine
+
+# ray._raylet.GcsClient.report_cluster_config: the call Ray's GCS takes an autoscaler's node types by.
+_REPORT = """
+import json, sys
+from ray._raylet import GcsClient
+from ray.core.generated.autoscaler_pb2 import ClusterConfig
+config = ClusterConfig()
+for group in json.loads(sys.argv[2]):
+    added = config.node_group_configs.add(name=group["name"], max_count=group["max_count"])
+    added.resources.update({key: int(value) for key, value in group["resources"].items()})
+GcsClient(address=sys.argv[1]).report_cluster_config(config.SerializeToString())
+"""
 
 
 def free_ports(count: int) -> list[int]:
@@ -53,6 +66,17 @@ class Node:
             return [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return []
+
+    def runs(self, title: str) -> bool:
+        """Whether one of the node's processes has ``title`` in its command line (a Ray actor's title names
+        its class, a Ray Data actor's its operator: ``MapBatches(RayClassify)``)."""
+        for process in self.processes():
+            try:
+                if title in " ".join(process.cmdline()):
+                    return True
+            except psutil.Error:  # it ended while we looked
+                continue
+        return False
 
     def kill(self) -> None:
         """The node gone at once, as a lost machine: SIGKILL to every one of its processes, by pid."""
@@ -126,6 +150,17 @@ class LocalCluster:
         if wait:
             self.wait_started(node)
         return node
+
+    def report_node_types(self, node_types: dict[str, tuple[dict[str, float], int]]) -> None:
+        """Report ``{name: (one node's resources, max_count)}`` to the GCS as an autoscaler does; ``{}`` clears them.
+
+        What an autoscaler that knows its node types (Anyscale's) reports, through the same GCS call
+        (``ReportClusterConfig``); no node of them will start here. Runs in a process of its own, with
+        the cluster's token.
+        """
+        groups = [{"name": name, "resources": resources, "max_count": most} for name, (resources, most) in node_types.items()]
+        subprocess.run([sys.executable, "-c", _REPORT, self.address, json.dumps(groups)], env=self.env, check=True,
+                       capture_output=True, timeout=START_TIMEOUT_S)
 
     def wait_started(self, node: Node) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
