@@ -43,6 +43,8 @@ ANYSCALE = Skip("needs an Anyscale account (tests/deploy validates deploy/anysca
 DATABRICKS = Skip("needs a Databricks workspace (tests/deploy validates the bundle offline)")
 RAY_CLUSTER = Skip("needs a Ray cluster (ray up needs AWS; tests/deploy checks cluster.yaml and the submitted command)")
 GPU = Skip("needs a CUDA GPU (scripts/gpu_session.sh is for a GPU machine)")
+NODE_LOSS = Skip("starts a three-node local Ray cluster for minutes a run; tests/reliability/test_node_loss.py (-m slow) "
+                 "makes the same kills and checks every row once")
 THE_SUITE = Skip("the test suite itself, which CI runs (bash .ci/run)")
 VENV = "the test's copy of the repository uses CI's virtualenv as .venv; a new one takes minutes"
 
@@ -179,6 +181,8 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/gpu_session.sh tests": GPU,
     "bash scripts/gpu_session.sh jobs": GPU,
     "bash scripts/gpu_session.sh short": GPU,
+    "python -m benchmarks.node_loss_bench": NODE_LOSS,
+    "python -m benchmarks.node_loss_bench --repeat 2 --results benchmarks/results/node_loss.jsonl": NODE_LOSS,
     "bash scripts/gpu_session.sh short-jobs": GPU,
     "python -m benchmarks.gpu_stage_bench --batch 256 --seconds 3 --no-compile": GPU,
     "python -m benchmarks.startup_bench --runs 3 --vs-checkout <worktree of 4b3318a> -- python -m runners.ray_job": NAMED_IN_PROSE,
