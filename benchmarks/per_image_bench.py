@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         parser.error(f"--images takes two sizes and --ways names of {', '.join(WAYS)}")
     become_subreaper()
     inputs = make_inputs(args.workdir, sizes)
-    floor = floor_ms_per_image(inputs[sizes[0]])
+    floors = [floor_ms_per_image(inputs[sizes[0]]) for _ in range(args.repeats)]
+    floor = {key: statistics.median(f[key] for f in floors) for key in floors[0]}  # median of --repeats, as the runs
     runs: dict[str, dict[int, list[dict]]] = {way: {size: [] for size in sizes} for way in ways}
     for repeat in range(args.repeats):  # ways and sizes interleaved, so a burst of load spreads over all of them
         for way in ways:
