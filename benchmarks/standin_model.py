@@ -24,6 +24,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from inference.spec import ModelSpec
+
 HOLD_ENV = "STANDIN_HOLD_MS"  # milliseconds per 256 rows; read by every process that installs the stand-in
 MODEL_BATCH = 256  # the batch the hold is given for
 RAY_SETUP_HOOK = "benchmarks.standin_model.install"
@@ -45,11 +47,11 @@ def placeholder_predictions(ok: int, topk: int, embeddings: str | None, embeddin
 class StandinPredictor:
     """``inference.Predictor``'s signature and answer, no model: holds the batch, then answers placeholders."""
 
-    def __init__(self, model: object, device: object, precision: str, topk: int, *, predictions: bool = True,
+    def __init__(self, model: ModelSpec, device: object, precision: str, topk: int, *, predictions: bool = True,
                  embeddings: str | None = None, compile: bool = False, batch_size: int | None = None) -> None:
         self.device = device
         self.topk, self.predictions, self.embeddings = topk, predictions, embeddings
-        self.embedding_dim = 2048  # ResNet50's pooled feature, the default --arch
+        self.embedding_dim = model.embedding_dim  # the model's description (``load_nothing``): its pooled feature's size
         self.hold_seconds = float(os.environ.get(HOLD_ENV, "0")) / 1000
         self.random = np.random.default_rng(0)
 
@@ -60,9 +62,9 @@ class StandinPredictor:
                                        self.random)
 
 
-def load_nothing(spec: object, **options: object) -> None:
-    """``inference.load_model``'s stand-in: no weights read, no network built."""
-    return None
+def load_nothing(spec: ModelSpec, **options: object) -> ModelSpec:
+    """``inference.load_model``'s stand-in: no weights read, no network built; the description goes on to the predictor."""
+    return spec
 
 
 def install() -> None:

@@ -195,6 +195,8 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.pipeline_bench --images 8192 --embeddings off|with|only --results "
     "benchmarks/results/pipeline.jsonl": Skip("a template: one run per --embeddings value; the other pipeline_bench "
                                               "command runs the same code"),
+    "python -m benchmarks.per_image_bench --ways spark-api,spark --images 1024,5120 --repeats 3 --results "
+    "/tmp/per_image_spark.jsonl": Skip("the other per_image_bench command runs the same code (its local way, CI-sized)"),
     "python -m benchmarks.pipeline_bench --images 5120 --hold-ms 0.001": Skip(
         "the other pipeline_bench command runs the same code, with another stand-in hold"),
     "python -m runners.sagemaker_job --incremental": AWS,
