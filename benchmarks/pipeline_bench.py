@@ -21,13 +21,13 @@ import tempfile
 import time
 import dataclasses
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
 import ray
 
 from benchmarks.common import add_results_option, append_result
+from benchmarks.standin_model import placeholder_predictions
 from job import driver
 from job.config import JobConfig
 from job.engine import EngineRun, Job
@@ -63,17 +63,11 @@ class HoldingClassify:
 
 def placeholder_rows(batch: Batch, execution: Execution, random: np.random.Generator) -> pa.Table:
     """Output rows with label 0 for every row that decoded, and random embeddings when the plan asks for
-    them (random: they compress as little as real ones): the shape of the real answer, no model."""
+    them (``benchmarks.standin_model.placeholder_predictions``): the shape of the real answer, no model."""
     assert isinstance(batch, PixelBatch), "the meter runs raw-format input, decoded on the CPU"
-    ok, k = sum(e is None for e in batch.errors), execution.topk
-    predictions = SimpleNamespace(label=np.zeros(ok, np.int64), score=np.zeros(ok, np.float32),
-                                  topk_labels=np.zeros((ok, k), np.int64), topk_scores=np.zeros((ok, k), np.float32),
-                                  embeddings=None)
-    if execution.embeddings is not None:
-        features = random.standard_normal((ok, execution.model.embedding_dim), np.float32)
-        predictions.embeddings = np.abs(features).astype(execution.embeddings)  # (ok, D): pooled ReLU outputs are >= 0
-    if not execution.predictions:
-        predictions.label = None
+    ok = sum(e is None for e in batch.errors)
+    predictions = placeholder_predictions(ok, execution.topk, execution.embeddings, execution.model.embedding_dim,
+                                          execution.predictions, random)
     return with_position(prediction_table(batch.ids, batch.errors, predictions, execution), batch.files, batch.rows)
 
 

