@@ -24,8 +24,12 @@ from benchmarks.common import add_results_option, append_result
 POLL_SECONDS = 0.05
 
 
-def time_run(command: list[str], checkout: str) -> tuple[float, float]:
-    """(seconds to the first part-*.parquet under a fresh --output, seconds to exit) of one run."""
+def time_run(command: list[str], checkout: str, stop_at_first_part: bool = False) -> tuple[float, float]:
+    """(seconds to the first part-*.parquet under a fresh --output, seconds to exit) of one run.
+
+    ``stop_at_first_part``: stop the run (SIGTERM, as Ctrl-C would) once its first part is committed,
+    for inputs whose whole run is not the point (the first batch of a prefix of a million objects).
+    """
     output = tempfile.mkdtemp(prefix="startup-bench-")
     # The checkout first, so its code is the one timed; what PYTHONPATH held (an offline bundle) after it.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p)}
@@ -35,6 +39,10 @@ def time_run(command: list[str], checkout: str) -> tuple[float, float]:
     while process.poll() is None:
         if first is None and glob.glob(os.path.join(output, "part-*.parquet")):
             first = time.perf_counter() - started
+            if stop_at_first_part:
+                process.terminate()
+                process.wait()
+                return first, time.perf_counter() - started
         time.sleep(POLL_SECONDS)
     total = time.perf_counter() - started
     if process.returncode != 0:
@@ -48,6 +56,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--vs-checkout", help="another checkout to time the same command in, alternating")
     parser.add_argument("--note", default="")
+    parser.add_argument("--stop-at-first-part", action="store_true",
+                        help="stop each run once its first part is committed (the time to the first batch of a large input)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the job command (without --output)")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     times: dict[str, list[tuple[float, float]]] = {c: [] for c in checkouts}
     for _ in range(args.runs):
         for checkout in checkouts:
-            times[checkout].append(time_run(command, checkout))
+            times[checkout].append(time_run(command, checkout, args.stop_at_first_part))
     rows = []
     for checkout, runs in times.items():
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
