@@ -13,7 +13,6 @@ or the id column can tell reaches a worker as a traceback or the end of a night 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -23,6 +22,7 @@ from job.input.columns import Footer, InputColumns, check_columns
 from job.errors import JobError
 from job.input.unique_ids import CheckedIds, check_unique_ids, first_null_id, null_id_problem
 from storage import Location, storage_errors
+from storage.parallel import map_in_order
 
 # Footers are small; reading many at once hides S3 latency when planning thousands of files.
 FOOTER_READ_THREADS = 32
@@ -99,8 +99,7 @@ def read_footers(location: Location, paths: Sequence[str], id_column: str | None
         schema = metadata.schema.to_arrow_schema()
         return Footer(path, metadata.num_rows, schemas.setdefault(schema, schema), _null_count(metadata, id_column))
 
-    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(paths)))) as pool:
-        return list(pool.map(footer, paths))
+    return list(map_in_order(footer, paths, threads=min(FOOTER_READ_THREADS, len(paths))))
 
 
 def _null_count(metadata: pq.FileMetaData, column: str | None) -> int | None:

@@ -15,7 +15,6 @@ repeated id, but only after the whole run.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from job.errors import JobError
 from job.input.id_hash import id_hashes, repeated
 from storage import Location, storage_errors
 from storage.errors import retry_short_range_reads
+from storage.parallel import map_in_order
 
 ID_READ_THREADS = 16  # id reads are mostly S3 latency: more files in flight than cores
 IDS_PER_BATCH = 65_536  # rows per record batch: a few MB of ids per thread, whatever the file size
@@ -99,8 +99,8 @@ def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column:
             nulls += len(valid) - len(kept)
         return FileIds(written - int(starts[index]), nulls, first_null)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        found = list(pool.map(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files))))
+    found = list(map_in_order(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files)),
+                              threads=min(ID_READ_THREADS, len(files))))
     end = 0
     for start, file_ids in zip(starts[:-1], found):  # close the gaps null ids left; a no-op without nulls
         hashes[end : end + file_ids.hashed] = hashes[int(start) : int(start) + file_ids.hashed]
@@ -149,10 +149,10 @@ def places_of(location: Location, files, id_column: str, as_text: bool, wanted: 
         return found
 
     places: dict[str, list] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(ID_READ_THREADS, len(files)))) as pool:
-        for found in pool.map(lambda path_rows: retry_short_range_reads(lambda: scan(path_rows)), files):
-            for text, path, row in found:
-                places.setdefault(text, []).append((path, row))
+    for found in map_in_order(lambda path_rows: retry_short_range_reads(lambda: scan(path_rows)), files,
+                              threads=min(ID_READ_THREADS, len(files))):
+        for text, path, row in found:
+            places.setdefault(text, []).append((path, row))
     return places
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
 
@@ -37,6 +36,7 @@ from job.output.formats import FOLDERS
 from job.output.night import Footer, Held, Night
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot
 from storage import Location, storage_errors
+from storage.parallel import map_in_order
 
 def read_held(location: Location, read_manifest_too: bool) -> Held:
     """What the prefix holds (our files; refused if any is not ours), and its manifest when ``read_manifest_too``."""
@@ -53,8 +53,8 @@ def read_held(location: Location, read_manifest_too: bool) -> Held:
 
 def read_footers(location: Location, names: Sequence[str]) -> dict[str, Footer]:
     """The footers (rows, record) of the committed parts ``names``, read in parallel."""
-    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(names)))) as pool:
-        return dict(zip(names, pool.map(lambda name: read_part_record(location, name), names)))
+    return dict(zip(names, map_in_order(lambda name: read_part_record(location, name), names,
+                                        threads=min(FOOTER_READ_THREADS, len(names)))))
 
 
 def clear(location: Location, held: Held) -> None:

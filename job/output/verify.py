@@ -14,7 +14,6 @@ collision never fails a run.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ from job.output.prefix import list_parts
 from job.output.table import repeated_hashes
 from job.input.unique_ids import ids_digest, repeat_line
 from storage import Location, storage_errors
+from storage.parallel import map_in_order
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
 NO_MANIFEST = "no manifest was written"
@@ -59,8 +59,8 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
     Raises RuntimeError (no manifest is written) naming what is wrong.
     """
     _require_exactly(location, table, leaving)
-    with ThreadPoolExecutor(max_workers=max(1, min(FOOTER_READ_THREADS, len(read)))) as pool:
-        tables = dict(zip(read, pool.map(lambda name: _read_part(location, name, read[name]), read)))
+    tables = dict(zip(read, map_in_order(lambda name: _read_part(location, name, read[name]), read,
+                                         threads=min(FOOTER_READ_THREADS, len(read)))))
     facts = {**kept, **{name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}}
     _require_unique(location, facts, ids_as_text)
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
