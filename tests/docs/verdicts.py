@@ -104,6 +104,11 @@ RUNS: dict[str, Run] = {
     "python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ --incremental "
     "--table-format iceberg": Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.plan_bench --files 1000,10000,50000": Run(
+        small={"--files 1000,10000,50000": "--files 20 --repeats 1 --root /tmp/plan_bench"}, expect="ms a file"),
+    "python -m benchmarks.listing_bench": Run(
+        small={"listing_bench": "listing_bench --local-files 2000 --folders 20 --s3-objects 0 --root /tmp/listing_bench"},
+        expect="parallel by common prefix"),
     "python -m benchmarks.listing_bench --results benchmarks/results/listing.jsonl": Run(
         small={"--results benchmarks/results/listing.jsonl": "--local-files 2000 --folders 20 --s3-objects 200 --s3-folders 10 "
                "--root /tmp/listing_bench --results /tmp/listing.jsonl"}, expect="parallel by common prefix"),
@@ -184,6 +189,13 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/gpu_session.sh tests": GPU,
     "bash scripts/gpu_session.sh jobs": GPU,
     "bash scripts/gpu_session.sh short": GPU,
+    "python -m runners.local_job --input /tmp/listing_bench/1000000 --weights random --limit 64 --output /tmp/first-local":
+        Skip("needs the listing bench's 1,000,000 files (minutes to make); tests/integration runs image objects on every engine"),
+    "python -m runners.ray_job --input /tmp/listing_bench/1000000 --weights random --limit 64 --output /tmp/first-ray":
+        Skip("needs the listing bench's 1,000,000 files (minutes to make); tests/integration runs image objects on every engine"),
+    "python -m benchmarks.startup_bench --runs 1 --stop-at-first-part -- python -m runners.local_job --input "
+    "/tmp/listing_bench/1000000 --weights random":
+        Skip("needs the listing bench's 1,000,000 files (minutes to make); startup_bench runs in the docs test on the sample"),
     "python -m benchmarks.node_loss_bench": NODE_LOSS,
     "python -m benchmarks.node_loss_bench --repeat 2 --results benchmarks/results/node_loss.jsonl": NODE_LOSS,
     "bash scripts/gpu_session.sh short-jobs": GPU,
