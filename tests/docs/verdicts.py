@@ -197,6 +197,7 @@ SKIPS: dict[str, Skip] = {
     "/tmp/listing_bench/1000000 --weights random":
         Skip("needs the listing bench's 1,000,000 files (minutes to make); startup_bench runs in the docs test on the sample"),
     "python -m benchmarks.node_loss_bench": NODE_LOSS,
+    "python -m benchmarks.node_loss_bench --repeat 1 --kill-at 0.05 --results benchmarks/results/node_loss.jsonl": NODE_LOSS,
     "python -m benchmarks.node_loss_bench --repeat 2 --results benchmarks/results/node_loss.jsonl": NODE_LOSS,
     "bash scripts/gpu_session.sh short-jobs": GPU,
     "python -m benchmarks.gpu_stage_bench --batch 256 --seconds 3 --no-compile": GPU,
