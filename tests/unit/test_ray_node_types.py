@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runners.ray.accelerators import CUDA, Ask
-from runners.ray.node_types import NodeType
+pytest.importorskip("ray", reason="runners.ray.node_types reads Ray's cluster config: pip install -e '.[ray]'")
+
+from runners.ray.accelerators import CUDA, Ask  # noqa: E402  (after the skip: it imports ray)
+from runners.ray.node_types import NodeType  # noqa: E402
 
 GPU_WORKER = NodeType("gpu-worker", {"CPU": 8, "GPU": 4}, 2)
 
