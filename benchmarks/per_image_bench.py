@@ -84,7 +84,11 @@ def measured_run(way: str, source: str, target: str, hold_ms: float) -> dict:
     load, cpu, started = os.getloadavg()[0], children_cpu(), time.perf_counter()
     command = [sys.executable, "-m", "benchmarks.standin_run", way, "--input", source, "--output", target,
                "--hold-ms", str(hold_ms)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    # The stand-in model lives in benchmarks/, which no install carries: Ray's and Spark's worker processes
+    # find it through PYTHONPATH (they inherit the run's environment), as the run itself does from here.
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{way} on {source} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     wall = time.perf_counter() - started
