@@ -176,6 +176,10 @@ class Classify:
         return prediction_table(ids, images.errors, predictions, self.execution)
 
 
+# Seconds a Ctrl-C waits for the model call in flight (a healthy batch takes a few at most, even on a CPU).
+INTERRUPT_GRACE_S = 10.0
+
+
 class TimeLimited:
     """``limited(call)``: ``call()``, or None when it takes more than ``limit_s`` seconds; its exception is raised here.
 
@@ -213,7 +217,15 @@ class _Worker:
     def run(self, call: Callable[[], pa.Table], limit_s: float) -> tuple | None:
         done, outcome = threading.Event(), []
         self._calls.put((call, done, outcome))
-        return outcome[0] if done.wait(limit_s) else None
+        try:
+            finished = done.wait(limit_s)
+        except KeyboardInterrupt:
+            # Ctrl-C while the model runs: let the call end before the interpreter exits. A daemon thread still
+            # inside torch at exit is unwound through C++ frames that cannot be unwound: the process aborts
+            # ("terminate called without an active exception") instead of exiting 130. A second Ctrl-C skips this.
+            done.wait(INTERRUPT_GRACE_S)
+            raise
+        return outcome[0] if finished else None
 
     def _serve(self) -> None:
         while True:
