@@ -97,8 +97,9 @@ def test_without_node_types_a_run_that_named_no_count_runs_on_cpu_at_once(cluste
 @pytest.mark.slow  # about 90 s on 2 cores: the node joins 20 s in, then a second node starts and the job runs
 def test_the_run_waits_for_a_gpu_node_that_joins_late_and_predicts_there(cluster, tmp_path):
     ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=4)
-    # The stand-in GPU node joins 20 s after the job started, as an autoscaled GPU worker does.
-    joins = threading.Timer(20.0, lambda: cluster.add_node(2, {"fake_gpu": 1}, wait=False))
+    # The stand-in GPU node joins 20 s after the job started, as an autoscaled GPU worker does; its one CPU is the
+    # predictor's, so the decoders stay on the head (CPU nodes), as on a cluster of CPU and GPU nodes.
+    joins = threading.Timer(20.0, lambda: cluster.add_node(1, {"fake_gpu": 1}, wait=False))
     joins.start()
     try:
         done = job(cluster, "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
