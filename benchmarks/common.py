@@ -40,3 +40,12 @@ def output_ids(uri: str, endpoint: str | None = None) -> list[str]:
     location = resolve(uri, endpoint)
     files = [location.join(name) for name in read_manifest(location).files]
     return pq.read_table(files, columns=["id"], filesystem=location.filesystem).column("id").to_pylist()
+
+
+def environment_with_path(first: str) -> dict[str, str]:
+    """This process's environment with ``first`` at the front of PYTHONPATH, what was there kept after it.
+
+    A child started with it imports the code under ``first`` (a checkout being timed, or ``benchmarks/``,
+    which no install carries) and still finds what PYTHONPATH held (an offline bundle of packages).
+    """
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (first, os.environ.get("PYTHONPATH")) if p)}

@@ -28,7 +28,7 @@ import psutil
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from benchmarks.common import add_results_option, append_result
+from benchmarks.common import add_results_option, append_result, environment_with_path
 from benchmarks.standin_run import WAYS
 from job.stages import image_cells
 from preprocess import preprocess_batch
@@ -84,10 +84,8 @@ def measured_run(way: str, source: str, target: str, hold_ms: float) -> dict:
     load, cpu, started = os.getloadavg()[0], children_cpu(), time.perf_counter()
     command = [sys.executable, "-m", "benchmarks.standin_run", way, "--input", source, "--output", target,
                "--hold-ms", str(hold_ms)]
-    # The stand-in model lives in benchmarks/, which no install carries: Ray's and Spark's worker processes
-    # find it through PYTHONPATH (they inherit the run's environment), as the run itself does from here.
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+    # The stand-in model lives in benchmarks/: Ray's and Spark's worker processes inherit the run's PYTHONPATH.
+    env = environment_with_path(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{way} on {source} failed ({done.returncode}):\n{done.stderr[-3000:]}")

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from benchmarks.common import add_results_option, append_result
+from benchmarks.common import add_results_option, append_result, environment_with_path
 
 POLL_SECONDS = 0.05
 
@@ -31,8 +31,7 @@ def time_run(command: list[str], checkout: str, stop_at_first_part: bool = False
     for inputs whose whole run is not the point (the first batch of a prefix of a million objects).
     """
     output = tempfile.mkdtemp(prefix="startup-bench-")
-    # The checkout first, so its code is the one timed; what PYTHONPATH held (an offline bundle) after it.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p)}
+    env = environment_with_path(checkout)  # the checkout's code is the one timed
     started, first = time.perf_counter(), None
     process = subprocess.Popen([*command, "--output", output], cwd=checkout, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
