@@ -90,7 +90,7 @@ def read_footers(location: Location, paths: Sequence[str], id_column: str | None
     def footer(path: str) -> Footer:
         with storage_errors(location.uri_of(path)), location.filesystem.open_input_file(path) as f:
             if f.size() == 0:  # an empty object (a writer's placeholder, an aborted upload): no rows, no schema
-                return Footer(path, 0, schemas.setdefault(EMPTY_SCHEMA, EMPTY_SCHEMA))
+                return Footer(path, 0, EMPTY_SCHEMA)
             try:
                 metadata = pq.ParquetFile(f).metadata
             except pa.ArrowInvalid as e:
