@@ -1,4 +1,4 @@
-"""Listing a large prefix of image objects: one recursive listing against ``job.input.listing``'s parallel one.
+"""Listing a large prefix of image objects: one recursive listing against ``job.input.data_files.list_tree``, the parallel one.
 
     python -m benchmarks.listing_bench [--local-files 1000000] [--folders 1000] [--s3-objects 20000] [--s3-folders 100]
 
@@ -11,7 +11,7 @@ the objects (200,000 had not listed once after about 5 minutes on the 2-vCPU VM)
 figures compare the two listings with each other, not with S3. For each it times,
 best of ``--repeats``: pyarrow's one recursive ``FileSelector`` (what the job did before), the
 parallel ``list_tree``, and, for the local files, the whole plan before the first group can be
-scheduled (``list_data_files`` + ``plan_input``: listing, name checks, grouping, digests). Local
+scheduled (``list_data_files`` + ``plan_listed``: listing, name checks, grouping, digests). Local
 figures are with the page cache warm (the files were just made or listed).
 """
 
@@ -28,8 +28,8 @@ from benchmarks.common import add_results_option, append_result
 from benchmarks.harness.s3 import s3_server_env, start_s3_server
 from job.config import JobConfig
 from job.input.data_files import list_data_files
-from job.input.listing import list_tree
-from job.input.plan import plan_input
+from job.input.data_files import list_tree
+from job.prepare import plan_listed
 from storage import Location, resolve
 
 BUCKET = "listing-bench"
@@ -80,7 +80,7 @@ def measure(location: Location, what: str, repeats: int, plan: bool) -> list[dic
                 "parallel by common prefix": lambda: files_in(list_tree(fs, root))}
     if plan:
         config = JobConfig(input=location.uri, output=None)
-        variants["plan (list + group)"] = lambda: plan_input(location, config, listing=list_data_files(location)).rows
+        variants["plan (list + group)"] = lambda: plan_listed(location, config, list_data_files(location)).rows
     for name, call in variants.items():
         seconds, counted = best(repeats, call)
         row = {"where": what, "variant": name, "objects": counted, "seconds": round(seconds, 2),

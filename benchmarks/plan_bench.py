@@ -5,7 +5,7 @@
 Makes each ``--files`` count of small Parquet files (``--rows-per-file`` rows of an id and a few
 bytes of image each, 1,000 to a folder) under ``--root`` (default ``/tmp/plan_bench``; kept, and
 reused by the next run of the same size), then plans them as the driver does before any work:
-``list_data_files`` (the listing) and ``plan_input`` (every footer read once, the columns of each
+``list_data_files`` (the listing) and ``plan_listed`` (every footer read once, the columns of each
 file against the first's, the ids unique across the input). Each size is planned in a fresh Python
 process, so its peak resident memory (``ru_maxrss``) is the plan's and not the previous size's.
 A plan grows with the files, not the images: files of a few rows measure the per-file cost alone.
@@ -51,7 +51,7 @@ def plan_once(folder: str, skip_id_check: bool) -> dict:
     """Plan ``folder`` as the driver does, in this process; seconds of each step and the peak memory."""
     from job.config import JobConfig
     from job.input.data_files import list_data_files
-    from job.input.plan import plan_input
+    from job.prepare import plan_listed
     from storage import resolve
 
     location = resolve(folder)
@@ -59,7 +59,7 @@ def plan_once(folder: str, skip_id_check: bool) -> dict:
     started = time.perf_counter()
     listing = list_data_files(location)
     listed = time.perf_counter()
-    plan = plan_input(location, config, listing=listing)
+    plan = plan_listed(location, config, listing)
     planned = time.perf_counter()
     return {"files": len(plan.files), "rows": plan.rows, "list_seconds": round(listed - started, 3),
             "plan_seconds": round(planned - listed, 3), "seconds": round(planned - started, 3),

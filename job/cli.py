@@ -19,7 +19,7 @@ from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.errors import DataError, JobError
-from job.input.object_groups import DEFAULT_PER_PART
+from job.input.objects import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError

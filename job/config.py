@@ -14,7 +14,7 @@ from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from job.errors import JobError
-from job.input.object_groups import DEFAULT_PER_PART
+from job.input.objects import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
@@ -52,7 +52,7 @@ class JobConfig:
     # True: trust the ids to be unique and skip reading the id column before the run (about 0.3 s
     # per million text ids); a repeat is then found only by the final check, after the whole run.
     skip_id_check: bool = False
-    # An --input of image objects: objects per part on average (job.input.object_groups), so 10 million
+    # An --input of image objects: objects per part on average (job.input.objects), so 10 million
     # objects make thousands of parts and a night redoes only the groups whose objects changed.
     objects_per_part: int = DEFAULT_PER_PART
     # None below: decided by the driver's plan for the engine's devices (job.execution.decide).

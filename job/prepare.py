@@ -5,11 +5,13 @@ given, the input's listing (a missing input is named before the output is touche
 (described beside the listing by the driver, ``job.execution.model_for``: weights, architecture,
 class names, recipe; its refusal comes first), the output's lease
 (``job.lease``: one run per output prefix), what the output holds (``job.output.prefix.read_held``:
-its parts, and the table's snapshot read once; a table of another ``--table-format`` is refused),
-the input plan (``job.input.plan``: the dataset checks, on the files the snapshot does not vouch
-for), the night (``job.output.night``: what the
-run keeps, adopts, runs and removes) and the new files' ids against the table
-(``job.output.incremental``). The driver runs it in a thread while the engine starts.
+its parts, and the table's snapshot read once), what that snapshot vouches for in the listing
+(``job.output.night.vouched_input``; a table of another ``--table-format`` is refused), the input
+plan (``plan_listed``: the dataset checks, ``job.input.dataset_check``, on the files the snapshot does
+not vouch for; image objects in groups, ``job.input.objects``), the night (``job.output.night``: what
+the run keeps, adopts, runs and removes) and the new files' ids against the table
+(``job.output.incremental``). One computation, in this order, whatever the flags: the driver runs it
+in a thread while the engine starts.
 """
 
 from __future__ import annotations
@@ -19,23 +21,25 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from inference.spec import ModelSpec
 from job.config import JobConfig
-from job.input.data_files import input_relpath, list_data_files
-from job.input.plan import InputFile, InputPlan, plan_input
+from job.errors import JobError
+from job.input.data_files import Listing, input_relpath, list_data_files
+from job.input.dataset_check import InputColumns, check_dataset
+from job.input.objects import object_units
+from job.input.plan import InputFile, InputPlan
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.formats import keeps_versions, require_format
+from job.output.formats import keeps_versions
 from job.output.id_index import IdIndex
 from job.output.incremental import check_new_ids, moved_files
-from job.output.night import Night, decide_night
+from job.output.night import Night, decide_night, vouched_input
 from job.output.parts import file_part_name
-from job.output.table import columns_of, unchanged_files
 from job.sample.sample import write_sample
 from storage import Location, require_bucket, resolve
 
@@ -107,12 +111,8 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
     with ExitStack() as holding:
         holding.enter_context(lease.held())
         held = prefix.read_held(output, read_manifest_too=config.resume or config.incremental)
-        if not config.overwrite:
-            recorded = held.finished.config.get("table_format", "parquet") if held.finished is not None else None
-            require_format(output.uri, config.table_format, held.files, recorded)
-        snapshot = held.snapshot if config.incremental or config.resume else None
-        unchanged, columns = (unchanged_files(snapshot, source.path), columns_of(snapshot.columns)) if snapshot else (None, None)
-        plan = plan_input(source, config, unchanged, columns, listing)
+        vouched = vouched_input(config, held, listing, source.path)  # refuses another table format first
+        plan = plan_listed(source, config, listing, vouched.files, vouched.columns)
         job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night())
         job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names),
                                  lambda gone, running: _moved(job, held, gone, running))
@@ -154,3 +154,51 @@ def _with_defaults(config: JobConfig) -> JobConfig:
     if config.output is None:
         changes["output"] = tempfile.mkdtemp(prefix="predictions-")
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def plan_input(location: Location, config: JobConfig) -> InputPlan:
+    """List the input and plan it (``plan_listed``): a whole first run's plan, for callers that hold no table."""
+    return plan_listed(location, config, list_data_files(location))
+
+
+def plan_listed(location: Location, config: JobConfig, listing: Listing, vouched: Mapping[str, InputFile] | None = None,
+                columns: InputColumns | None = None) -> InputPlan:
+    """Check the listed input (JobError, one line, on a problem) and plan it, before any work is scheduled.
+
+    ``listing``: the input's ``list_data_files`` (the driver lists before it touches the output, so a
+    missing input never leaves a trace there). ``vouched`` and ``columns``: the listed files an
+    earlier run's table vouches for (unchanged since, by path: ``job.output.night.vouched_input``)
+    and the columns it read: those files are kept without reading their footers again; the others
+    are checked, and must have those columns.
+    """
+    if listing.images:
+        return _plan_objects(location, config, listing, columns)
+    kept = vouched or {}
+    to_check = [path for path in listing if path not in kept]
+    if not to_check and columns is not None:
+        return InputPlan(location, tuple(sorted(kept.values(), key=lambda f: f.path)), columns.id_column, config.image_column, columns.shape_columns,
+                         columns.ids_as_text)
+    report = check_dataset(location, to_check, image_column=config.image_column,
+                           id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
+                           check_ids=not config.skip_id_check, require_rows=columns is None)
+    if columns is not None and report.columns not in (None, columns):
+        raise JobError(f"{location.uri_of(report.files[0][0])}: the new input files' columns ({report.columns}) differ from "
+                       f"the table's ({columns}); make them agree, or pass --overwrite to redo the table from them")
+    digests = report.ids.digests if report.ids is not None else {}
+    checked = [InputFile(path, rows, listing[path], digests.get(path)) for path, rows in report.files]
+    # Files without rows are files of the table all the same (with an empty part), so that a night
+    # does not check them again, and a file emptied since loses its old rows; --limit runs no whole file.
+    empty = [InputFile(path, 0, listing[path]) for path in report.empty] if config.limit is None else []
+    files = tuple(sorted([*kept.values(), *checked, *empty], key=lambda f: f.path))
+    found = report.columns or columns
+    return InputPlan(location, files, found.id_column, config.image_column, found.shape_columns, found.ids_as_text)
+
+
+def _plan_objects(location: Location, config: JobConfig, listing: Listing, columns: InputColumns | None) -> InputPlan:
+    """A prefix of image objects: every group of objects one planned unit; ids are the keys, so nothing is read."""
+    if columns is not None and columns != InputColumns(id_column=None, shape_columns=False, ids_as_text=True):
+        raise JobError(f"{location.uri}: holds image objects, but the table was made from Parquet files with other "
+                       f"columns ({columns}); pass --overwrite to redo the table from the objects")
+    units = object_units(location, listing, config.objects_per_part, config.limit)
+    files = tuple(InputFile(path, len(members), identity, digest, members) for path, members, identity, digest in units)
+    return InputPlan(location, files, None, config.image_column, shape_columns=False, ids_as_text=True)

@@ -159,7 +159,7 @@ def _s3_client(filesystem: pafs.S3FileSystem):
 
 
 def _new_client(endpoint: str | None, options: dict):
-    import botocore.config  # botocore: a core dependency, already the credential check's (storage.credentials)
+    import botocore.config  # botocore: a core dependency, already the credential check's (storage.resolve.require_credentials)
     import botocore.session
 
     config = botocore.config.Config(connect_timeout=S3_CONNECT_TIMEOUT_S, read_timeout=S3_REQUEST_TIMEOUT_S,

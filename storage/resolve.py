@@ -3,7 +3,8 @@
 Use ``resolve(uri, endpoint_url)`` everywhere data is read or written. S3 goes through
 ``pyarrow.fs.S3FileSystem`` built here, because a directly built one ignores
 ``AWS_ENDPOINT_URL`` (only ``FileSystem.from_uri`` honours it): the endpoint comes from the option, then the standard
-``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` variables.
+``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` variables. An S3 URI is refused before any work when
+the standard AWS credential chain finds nothing (``require_credentials``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from storage.credentials import require_credentials
 from storage.errors import StorageError, storage_errors
 
 # Transient S3 errors (503 SlowDown, resets) are retried by the AWS SDK, waiting up to
@@ -196,6 +196,24 @@ def _resolve_s3(uri: str, parsed, endpoint: str | None) -> Location:
     return Location(filesystem, f"{bucket}/{parsed.path.strip('/')}".rstrip("/"), uri)
 
 
+def require_credentials(uri: str) -> None:
+    """Raise ``StorageError`` if the standard AWS credential chain finds nothing.
+
+    pyarrow's S3 client would otherwise send unsigned requests and fail deep inside a worker.
+    botocore walks the same chain as the AWS C++ SDK under pyarrow (environment, profiles, web
+    identity, container and instance metadata), so its answer is the one that matters.
+    """
+    try:
+        import botocore.session
+    except ImportError as e:  # botocore is a core dependency; a broken install says so
+        raise StorageError(f"{uri}: botocore is not installed; pip install botocore to use S3") from e
+    if botocore.session.get_session().get_credentials() is None:
+        raise StorageError(
+            f"{uri}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or run on a node with an instance role"
+        )
+
+
 def _endpoint_args(uri: str, endpoint: str | None) -> dict[str, str]:
     if not endpoint:
         return {}
@@ -222,8 +240,7 @@ def _region(uri: str, bucket: str, endpoint: str | None) -> str:
     configured = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if configured or endpoint:
         return configured or "us-east-1"
-    with storage_errors(uri):
-        try:
-            return pafs.resolve_s3_region(bucket)
-        except (ValueError, OSError) as e:
-            raise StorageError(f"{uri}: cannot find bucket {bucket!r}'s region ({e}); set AWS_REGION") from e
+    try:
+        return pafs.resolve_s3_region(bucket)
+    except (ValueError, OSError) as e:  # pyarrow's only failures here: the answer names the way around them
+        raise StorageError(f"{uri}: cannot find bucket {bucket!r}'s region ({e}); set AWS_REGION") from e

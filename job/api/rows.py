@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from job.errors import DataError, JobError
 from job.execution import Execution
-from job.input.columns import SHAPE_COLUMNS
+from job.input.dataset_check import SHAPE_COLUMNS
 from job.output.rows import output_schema
 from job.stages import Batch, Preprocess
 

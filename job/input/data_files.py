@@ -13,20 +13,36 @@ dropping rows nobody asked to drop; so is a symbolic link to nothing (``*.parque
 A folder holding a table log (``_delta_log/``, ``_spark_metadata/``) is refused: such a folder
 also holds files the table has removed or a failed batch left, so its files are not the
 table. The listing is a snapshot: files added after it are not part of this run.
+
+A large prefix is listed in parallel, by common prefix (``list_tree``), because
+pyarrow's recursive listing of an S3 prefix is one paginated ``ListObjectsV2`` stream without a
+delimiter (Arrow 13 on, apache/arrow#35440): 1,000 keys a request, one request after another, so
+10 million objects are 10,000 round trips in a row. ``list_tree`` first walks the top folder levels
+one request each (with the delimiter: the common prefixes), until it has ``LISTING_THREADS``
+sub-prefixes or has gone ``FAN_OUT_LEVELS`` deep, then lists every sub-prefix recursively, in
+parallel threads (pyarrow releases the GIL while it lists). A bucket laid out by date or by shard
+(``photos/2026/11/25/...``) lists at ``LISTING_THREADS`` times the rate; a flat prefix of millions
+of keys has no common prefix to split on and lists as one stream, as before (pyarrow exposes no
+``StartAfter`` to split it by key range). The same applies to a local folder (one ``scandir`` per folder).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.input.listing import list_tree
 from storage import Location, require_bucket, storage_errors
 
+LISTING_THREADS = 32  # listings in flight: S3 answers each in tens of milliseconds, mostly waiting
+FAN_OUT_LEVELS = 3  # folder levels walked one by one, at most, looking for LISTING_THREADS sub-prefixes
+# By name only (is_image_prefix): the formats the CPU decoder (Pillow) reads.
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff")
+PARQUET_SUFFIXES = (".parquet", ".parq")
 COMPANION_SUFFIXES = (".crc", ".json")  # checksums and writers' metadata, never Parquet data
 # Folder name -> what it means; the files beside such a log are not the table.
 TABLE_LOGS = {
@@ -45,7 +61,7 @@ class FileIdentity:
 
     size: int  # bytes
     mtime_ns: int | None  # local mtime, or S3's LastModified; None where the store gives none
-    # A group of image objects (job.input.object_groups): the digest of its members' keys, sizes and
+    # A group of image objects (job.input.objects.group_objects): the digest of its members' keys, sizes and
     # mtimes, which a total size and a newest mtime alone would not tell apart. None for a file.
     members: str | None = None
 
@@ -58,6 +74,21 @@ class FileIdentity:
         """``to_dict``'s inverse, as a part's footer records it; None: a part written without one."""
         return cls(data["size"], data["mtime_ns"], data.get("members")) if data is not None else None
 
+
+
+class Listing(dict):
+    """The data files of an input (path inside its filesystem -> ``FileIdentity``, sorted) and their kind.
+
+    ``images``: the files are image objects (``is_image_prefix``), read as they lie
+    (``job.input.objects``), rather than Parquet files. Decided by the names alone, with the listing.
+    ``names``: of image objects, each one's path relative to the prefix (``input_relpath``: its key and
+    id), in the same order; the listing computed them, and 10 million objects would notice a second time.
+    """
+
+    def __init__(self, files: dict[str, FileIdentity], images: bool, names: list[str] | None = None) -> None:
+        super().__init__(files)
+        self.images = images
+        self.names = names if images else None
 
 def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> bool:
     """Whether an input file is the version a part or a snapshot recorded: the one place this is answered.
@@ -78,27 +109,32 @@ def input_relpath(input_root: str, path: str) -> str:
     return path[len(folder):] if path.startswith(folder) else posixpath.relpath(path, input_root)
 
 
-def list_data_files(location: Location) -> dict[str, FileIdentity]:
-    """The data files under ``location`` (paths inside its filesystem, sorted) and their identities; JobError if none."""
+def list_data_files(location: Location) -> Listing:
+    """The data files under ``location`` (paths inside its filesystem, sorted), their identities and kind; JobError if
+    none, or if Parquet files and image objects are mixed."""
     with storage_errors(location.uri):
         info = location.filesystem.get_file_info(location.path)
-        if info.type == pafs.FileType.File:
-            return {location.path: _identity(info)}
+        if info.type == pafs.FileType.File:  # one file: Parquet, or one image object
+            single = {location.path: _identity(info)}
+            return Listing(single, is_image_prefix(location, single), [input_relpath(location.path, location.path)])
         if info.type == pafs.FileType.NotFound:
             require_bucket(location, "--input")
             raise JobError(f"{location.uri}: no such file or prefix; check --input")
-        infos = list_tree(location.filesystem, location.path)  # in parallel by common prefix (job.input.listing)
+        infos = list_tree(location.filesystem, location.path)  # in parallel by common prefix (list_tree)
     # Each FileInfo property read once: each read builds a Python object, and a million objects notice.
     listed = sorted((i.path, i.type == pafs.FileType.File, i.size, i.mtime_ns) for i in infos)
     relative = [input_relpath(location.path, path) for path, *_ in listed]
     _refuse_table_logs(location, relative)
     _refuse_dangling_links(location)
-    files = {path: FileIdentity(size, mtime_ns) for (path, is_file, size, mtime_ns), name in zip(listed, relative)
-             if is_file and is_data_file(name)}
+    files, names = {}, []
+    for (path, is_file, size, mtime_ns), name in zip(listed, relative):
+        if is_file and is_data_file(name):
+            files[path] = FileIdentity(size, mtime_ns)
+            names.append(name)
     if not files:
         raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input (Parquet files, or image "
                        "objects named *.jpg, *.png, *.webp, ...)")
-    return files
+    return Listing(files, is_image_prefix(location, files), names)
 
 
 def _identity(info: pafs.FileInfo) -> FileIdentity:
@@ -155,3 +191,50 @@ def _links_to_nothing(root: str) -> list[str]:
         except OSError:
             continue  # an unreadable folder: as os.walk, leave it to the listing, which names it
     return sorted(found)
+
+
+
+def list_tree(filesystem: pafs.FileSystem, root: str) -> list[pafs.FileInfo]:
+    """Every file and folder under the folder ``root``, as one recursive ``FileSelector`` lists them (in no set order).
+
+    The caller has found ``root`` to be a folder (or an S3 prefix)."""
+    infos: list[pafs.FileInfo] = []
+    folders = [root]
+    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
+        for _ in range(FAN_OUT_LEVELS):
+            if len(folders) >= LISTING_THREADS:
+                break
+            level = _list_all(pool, filesystem, folders, recursive=False)
+            infos += level
+            folders = [i.path for i in level if i.type == pafs.FileType.Directory]
+            if not folders:
+                return infos
+        return infos + _list_all(pool, filesystem, folders, recursive=True)
+
+
+def _list_all(pool: ThreadPoolExecutor, filesystem: pafs.FileSystem, folders: list[str], *,
+              recursive: bool) -> list[pafs.FileInfo]:
+    # allow_not_found: the caller found the root; a sub-prefix emptied since is simply no longer there.
+    selectors = [pafs.FileSelector(folder, recursive=recursive, allow_not_found=True) for folder in folders]
+    return [info for infos in pool.map(filesystem.get_file_info, selectors) for info in infos]
+
+
+def is_image_name(relative: str) -> bool:
+    return relative.lower().endswith(IMAGE_SUFFIXES)
+
+
+def is_image_prefix(location: Location, listing: dict[str, FileIdentity]) -> bool:
+    """Whether the listed data files are image objects; JobError for a mixed prefix.
+
+    By the names in the listing, the only thing known before any read: an object named ``*.jpg``, ``*.png``...
+    makes it an image prefix (one GET per object to sniff magic bytes would cost the planning of 10 million
+    objects hours). A prefix holding both Parquet files and image files is refused: which rows it means is a guess.
+    """
+    images = next((path for path in listing if is_image_name(input_relpath(location.path, path))), None)
+    if images is None:
+        return False
+    parquet = next((path for path in listing if path.lower().endswith(PARQUET_SUFFIXES)), None)
+    if parquet is not None:
+        raise JobError(f"{location.uri}: holds both Parquet files ({location.uri_of(parquet)}) and image files "
+                       f"({location.uri_of(images)}); point --input at a prefix of one kind: Parquet files, or image objects")
+    return True

@@ -1,36 +1,56 @@
 """Image objects read as they lie: a prefix of JPEG/PNG/WebP/... files (S3 or a local folder) as input.
 
-``is_image_prefix`` tells such a prefix from a Parquet one by the names in the listing, the only
-thing known before any read: an object named ``*.jpg``, ``*.png``... makes it an image prefix (one
-GET per object to sniff magic bytes would cost the planning of 10 million objects hours). In an
-image prefix every listed object is an image to the job, whatever its name (keys without an
-extension are common in content-addressed buckets): the decoder reads its bytes' signature, and an
-object that is no image becomes an error row whose id is its key, as a bad image does in Parquet.
-A prefix holding both Parquet files and image files is refused: which rows it means is a guess.
+The listing tells such a prefix from a Parquet one by the names alone
+(``job.input.data_files.is_image_prefix``). In an image prefix every listed object is an image to
+the job, whatever its name (keys without an extension are common in content-addressed buckets):
+the decoder reads its bytes' signature, and an object that is no image becomes an error row whose
+id is its key, as a bad image does in Parquet.
 
-``plan_objects`` cuts the objects into groups (``job.input.object_groups``), each an ``InputFile``
-whose ``members`` are its objects: the unit of work and of output every engine already runs,
-through ``read_objects``, which ``job.input.plan.read_file`` calls for such a unit. The ids are the
-object keys relative to the prefix: unique by construction, so no id check reads anything.
+``object_units`` cuts the objects into groups (``group_objects``), each an ``InputFile`` whose
+``members`` are its objects: the unit of work and of output every engine already runs, through
+``read_objects``, which ``job.input.plan.read_file`` calls for such a unit. The ids are the object
+keys relative to the prefix: unique by construction, so no id check reads anything.
+
+Why groups: one part per object would make 10 million parts for 10 million images; one part per
+prefix would redo everything each night. ``group_objects`` cuts the sorted keys where a key's own
+hash says so (content-defined boundaries): a key starts a group when ``hash(key) mod per_part == 0``,
+so groups hold ``per_part`` objects on average, and a boundary depends on that key alone, never on
+how many keys precede it. One object added or removed changes only the group it falls in (or, when
+it is a boundary key itself, splits or joins that group and its neighbour); every later group keeps
+its name and members, so an incremental night redoes one or two groups, not every group after it.
+Groups by key prefix were the other choice; they follow the bucket's layout (one folder of a
+million objects is one group) rather than a size, so they were not taken.
+
+A run of keys without a boundary is cut at ``MAX_PER_PART_FACTOR x per_part`` objects so no group
+grows without bound (about 2% of runs are that long at 4x); inside such a run boundaries are by
+count, so an insert there shifts the groups up to the run's next real boundary, and no further.
+
+A group is named by its first key (the leading group, before the first boundary key, by ``LEADING``
+alone, so an object sorted before every other one does not rename it), and identified by a digest of
+its members' (key, size, modification time): a group whose digest changed is redone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import hashlib
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from job.errors import JobError
-from job.input.data_files import FileIdentity, input_relpath
-from job.input.id_hash import id_hashes
-from job.input.object_groups import group_objects
-from job.input.unique_ids import ids_digest
+from job.input.data_files import FileIdentity, Listing, input_relpath
+from job.input.unique_ids import id_hashes, ids_digest
 from storage import Location
 
-# By name only (see the module docstring): the formats the CPU decoder (Pillow) reads.
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff")
-PARQUET_SUFFIXES = (".parquet", ".parq")
+# Expected objects per group (--objects-per-part's default): 10 million objects make about 10,000
+# parts; a group of 100 KB JPEGs is about 100 MB, a few seconds of one decoder's work. Small
+# enough that a prefix of 20,000 images still feeds 20 decoders, large enough that a nightly
+# table of millions of images does not become millions of files.
+DEFAULT_PER_PART = 1024
+MAX_PER_PART_FACTOR = 4  # a group is cut at 4x the expected size when no key's hash cuts it first
+GROUP_MARK = "@"  # a group's name: "@<first key>" (never the bare mark: keys are not empty)
+LEADING = "@"  # the leading group's name: the keys before the first boundary key
 # The largest object read as one image. Photos are a few MB, the largest camera JPEGs and PNGs tens;
 # a larger object is a video, an archive or an uncompressed scan, and every reader thread would hold it whole.
 MAX_OBJECT_BYTES = 64 * 1024 * 1024
@@ -38,30 +58,14 @@ OBJECT_READ_THREADS = 16  # one GET per object: mostly S3 latency, so many in fl
 READ_ERROR = "_read_error"  # the record batch's column of objects that could not be read (null: read)
 
 
-def is_image_name(relative: str) -> bool:
-    return relative.lower().endswith(IMAGE_SUFFIXES)
-
-
-def is_image_prefix(location: Location, listing: Mapping[str, FileIdentity]) -> bool:
-    """Whether the listed data files are image objects (see the module docstring); JobError for a mixed prefix."""
-    images = next((path for path in listing if is_image_name(input_relpath(location.path, path))), None)
-    if images is None:
-        return False
-    parquet = next((path for path in listing if path.lower().endswith(PARQUET_SUFFIXES)), None)
-    if parquet is not None:
-        raise JobError(f"{location.uri}: holds both Parquet files ({location.uri_of(parquet)}) and image files "
-                       f"({location.uri_of(images)}); point --input at a prefix of one kind: Parquet files, or image objects")
-    return True
-
-
-def object_units(location: Location, listing: Mapping[str, FileIdentity], per_part: int,
+def object_units(location: Location, listing: Listing, per_part: int,
                  limit: int | None = None) -> list[tuple[str, tuple[tuple[str, int], ...], FileIdentity, int]]:
     """(path, members, identity, ids digest) of each group of the listed objects; ``limit``: the first objects only.
 
-    ``members``: (path inside the filesystem, size) of each object, in key order.
+    ``members``: (path inside the filesystem, size) of each object, in key order (the listing's).
     """
-    paths = sorted(listing)[:limit]  # keys share the prefix: in the paths' order
-    keys = [input_relpath(location.path, path) for path in paths]
+    paths = list(listing)[:limit]
+    keys = listing.names[:limit]
     identities = [listing[path] for path in paths]
     units = []
     for group in group_objects(keys, identities, per_part):
@@ -105,3 +109,41 @@ def _read_object(location: Location, path: str, size: int) -> tuple[bytes | None
         return None, f"object gone: {uri} was deleted after the job planned it; the next --incremental run drops its row"
     except OSError as e:  # after the store's own retries: this object alone is lost, its group goes on
         return None, f"object unreadable: {uri}: {str(e).splitlines()[0]}"
+
+
+@dataclass(frozen=True)
+class ObjectGroup:
+    """A run of sorted objects read and written together: one planned unit, one part."""
+
+    name: str  # LEADING, or GROUP_MARK + its first key
+    start: int  # its first object's index in the sorted keys
+    end: int  # one past its last
+    identity: FileIdentity  # total size, newest mtime, and the digest of every member's (key, size, mtime)
+
+
+def starts_group(key: str, per_part: int) -> bool:
+    """Whether ``key`` starts a group whatever keys surround it: its hash mod ``per_part`` is 0."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % per_part == 0
+
+
+def group_objects(keys: Sequence[str], identities: Sequence[FileIdentity], per_part: int = DEFAULT_PER_PART) -> list[ObjectGroup]:
+    """The groups of the objects ``keys`` (relative to the prefix, sorted) with their listed ``identities``, in key order."""
+    if per_part < 1:
+        raise ValueError(f"per_part must be positive, got {per_part}")
+    limit = per_part * MAX_PER_PART_FACTOR
+    starts: list[int] = []
+    for index, key in enumerate(keys):
+        if not starts or index - starts[-1] >= limit or starts_group(key, per_part):
+            starts.append(index)
+    leading = bool(keys) and not starts_group(keys[0], per_part)
+    bounds = list(zip(starts, [*starts[1:], len(keys)]))
+    return [ObjectGroup(LEADING if leading and start == 0 else GROUP_MARK + keys[start], start, end,
+                        members_identity(keys[start:end], identities[start:end])) for start, end in bounds]
+
+
+def members_identity(keys: Sequence[str], identities: Sequence[FileIdentity]) -> FileIdentity:
+    """One identity for a group: it differs when any member was added, removed, resized or rewritten."""
+    digest = hashlib.sha256("\n".join(f"{key}\0{i.size}\0{i.mtime_ns}" for key, i in zip(keys, identities)).encode())
+    mtimes = [i.mtime_ns for i in identities if i.mtime_ns is not None]
+    return FileIdentity(sum(i.size for i in identities), max(mtimes) if mtimes else None, digest.hexdigest()[:32])

@@ -1,11 +1,11 @@
-"""The input side of every job: plan which Parquet files to read, then read them in batches.
+"""The input plan of every job (which files to read, their rows and ids), and how a worker reads a planned file.
 
-``plan_input`` runs once on the driver, before any work: it lists the data files
-(``job.input.data_files``: nested partition folders read, writers' markers skipped), then checks the
-dataset as a whole (``job.input.dataset_check``: every file's columns against the first's, ids unique
-across the input unless ``--skip-id-check``), counts rows from the Parquet footers (rows in,
-for the manifest) and applies ``--limit``. The plan is a snapshot of the listing: files added
-while the job runs are not part of it (the next run picks them up). ``read_file`` runs on
+The driver makes the plan once, before any work (``job.prepare.plan_listed``): from the listing
+(``job.input.data_files``: nested partition folders read, writers' markers skipped) and the dataset
+check (``job.input.dataset_check``: every file's columns against the first's, ids unique across the
+input unless ``--skip-id-check``, rows counted from the Parquet footers, ``--limit`` applied). The
+plan is a snapshot of the listing: files added while the job runs are not part of it (the next run
+picks them up). ``read_file`` runs on
 workers: it streams one planned file in record batches with a stable ``id`` per row
 (``read_planned`` adds each batch's position in the file). A file is the unit of work for
 every engine, and the unit of output: one part per input file. A prefix of image objects
@@ -14,24 +14,21 @@ every engine, and the unit of output: one part per input file. A prefix of image
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.input.columns import SHAPE_COLUMNS, InputColumns, positional_ids  # SHAPE_COLUMNS: per-row raw pixel shape, when present; imported from here too
-from job.config import JobConfig
 from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
-from job.input.data_files import FileIdentity, input_relpath, list_data_files, unchanged
-from job.input.dataset_check import FOOTER_READ_THREADS, DatasetReport, check_dataset
-from job.errors import DataError, JobError
-from job.input.objects import is_image_prefix, object_units, read_objects
+from job.input.data_files import FileIdentity, input_relpath
+from job.input.dataset_check import FOOTER_READ_THREADS, SHAPE_COLUMNS, positional_ids
+from job.errors import DataError
+from job.input.objects import read_objects
 from job.input.unique_ids import first_null, null_id_problem
 from storage import Location, storage_errors
 
-__all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "plan_input", "read_file", "read_planned"]
+__all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "read_file", "read_planned"]
 # What a DataError's line ends with: the run's committed parts are kept.
 RESUME_AFTER_FIX = "then run again with --resume, which keeps the parts committed so far"
 
@@ -53,7 +50,7 @@ class InputPlan:
     id_column: str | None  # None: ids are "<path relative to --input>:<row index>" (columns.positional_ids)
     image_column: str
     shape_columns: bool  # raw pixels with per-row height/width/channels columns
-    ids_as_text: bool = True  # False: integer ids, hashed (job.input.id_hash) as numbers
+    ids_as_text: bool = True  # False: integer ids, hashed (job.input.unique_ids.id_hashes) as numbers
 
     @property
     def rows(self) -> int:
@@ -67,56 +64,6 @@ class InputPlan:
     def columns(self) -> list[str]:
         shape = list(SHAPE_COLUMNS) if self.shape_columns else []
         return [self.image_column, *([self.id_column] if self.id_column else []), *shape]
-
-
-def plan_input(location: Location, config: JobConfig, covered: Mapping[str, InputFile] | None = None,
-               columns: InputColumns | None = None, listing: Mapping[str, FileIdentity] | None = None) -> InputPlan:
-    """List and check the input (JobError, one line, on a problem), before any work is scheduled.
-
-    ``covered`` and ``columns``: the files an earlier run already covered (an incremental run,
-    by path) and the columns it read: a file the listing shows with the same identity is kept
-    without reading its footer again; the others are checked, and must have those columns.
-    ``listing``: the input's ``list_data_files``, when the caller listed it already (the driver
-    lists before it touches the output, so a missing input never leaves a trace there).
-    """
-    listing = list_data_files(location) if listing is None else listing
-    if is_image_prefix(location, listing):
-        return _plan_objects(location, config, listing, columns)
-    known = covered or {}
-    kept = {path: known[path] for path in listing if path in known and unchanged(known[path].identity, listing[path])}
-    to_check = [path for path in listing if path not in kept]
-    if not to_check and columns is not None:
-        return _plan(location, config, tuple(kept.values()), columns)
-    report = check_dataset(location, to_check, image_column=config.image_column,
-                           id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
-                           check_ids=not config.skip_id_check, require_rows=columns is None)
-    _say_empty(location, report)
-    if columns is not None and report.columns not in (None, columns):
-        raise JobError(f"{location.uri_of(report.files[0][0])}: the new input files' columns ({report.columns}) differ from "
-                       f"the table's ({columns}); make them agree, or pass --overwrite to redo the table from them")
-    digests = report.ids.digests if report.ids is not None else {}
-    checked = [InputFile(path, rows, listing[path], digests.get(path)) for path, rows in report.files]
-    # Files without rows are files of the table all the same (with an empty part), so that a night
-    # does not check them again, and a file emptied since loses its old rows; --limit runs no whole file.
-    empty = [InputFile(path, 0, listing[path]) for path in report.empty] if config.limit is None else []
-    files = tuple(sorted([*kept.values(), *checked, *empty], key=lambda f: f.path))
-    return _plan(location, config, files, report.columns or columns)
-
-
-def _plan_objects(location: Location, config: JobConfig, listing: Mapping[str, FileIdentity],
-                  columns: InputColumns | None) -> InputPlan:
-    """A prefix of image objects: every group of objects one planned unit; ids are the keys, so nothing is read."""
-    keys = InputColumns(id_column=None, shape_columns=False, ids_as_text=True)
-    if columns is not None and columns != keys:
-        raise JobError(f"{location.uri}: holds image objects, but the table was made from Parquet files with other "
-                       f"columns ({columns}); pass --overwrite to redo the table from the objects")
-    units = object_units(location, listing, config.objects_per_part, config.limit)
-    files = tuple(InputFile(path, len(members), identity, digest, members) for path, members, identity, digest in units)
-    return _plan(location, config, files, keys)
-
-
-def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], columns: InputColumns) -> InputPlan:
-    return InputPlan(location, files, columns.id_column, config.image_column, columns.shape_columns, columns.ids_as_text)
 
 
 def read_file(plan: InputPlan, file: InputFile, batch_rows: int) -> Iterator[tuple[list[str], pa.RecordBatch]]:
@@ -185,11 +132,3 @@ def _ids(plan: InputPlan, batch: pa.RecordBatch, relative: str, start: int, uri:
         row = start + first_null(column)
         raise DataError(f"{uri} row {row}: {null_id_problem(plan.id_column)}; {RESUME_AFTER_FIX}")
     return column.cast(pa.string()).to_pylist()
-
-
-def _say_empty(location: Location, report: DatasetReport) -> None:
-    """One stderr line for the files without rows: nothing to run, but a user may wonder why their parts are empty."""
-    if report.empty:
-        more = f" and {len(report.empty) - 1} more" if len(report.empty) > 1 else ""
-        print(f"input: {len(report.empty)} files without rows ({location.uri_of(report.empty[0])}{more}): nothing to "
-              "run, their parts are empty", file=sys.stderr)

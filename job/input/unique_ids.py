@@ -1,7 +1,7 @@
 """Refuse an input whose ids repeat, before any image is decoded: the output must hold each id once.
 
 ``check_unique_ids`` reads only the id column of every planned file, in parallel and in record
-batches, and keeps one 64-bit hash per id (``job.input.id_hash``): 8 bytes an id, whatever the ids'
+batches, and keeps one 64-bit hash per id (``id_hashes``, below): 8 bytes an id, whatever the ids'
 length, about 80 MB for 10 million. Repeated hashes are then confirmed by value with a second
 read that keeps only the rows carrying them, so the refusal names a real id, its files and
 rows, and a hash collision is never reported. A null id is refused too, naming its file and row:
@@ -10,6 +10,14 @@ the check (``--skip-id-check``) for inputs known to be clean: the footers' null 
 refuse null ids before any work where the files have them (``first_null_id`` finds the row), the
 reader stops the run at a null id where they have not, and the driver's final check names a
 repeated id, but only after the whole run.
+
+The hashes, vectorised in numpy: ``id_hashes(array, as_text)`` gives one uint64 per row and the
+rows' validity. Equal ids give equal hashes, so two rows with different hashes hold different ids;
+rows with equal hashes are compared by value afterwards (``places_of``), so a collision costs a
+re-read, never a wrong answer. Integer ids hash to their own value. Text ids are laid out as a
+zero-padded matrix, one row an id, and taken 8 bytes at a time: each word is mixed with its position
+by splitmix64 and the mixes summed, plus a mix of the length; two different ids collide with a
+probability of about 2^-64. The matrix is as wide as the longest id of a record batch.
 """
 
 from __future__ import annotations
@@ -21,10 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.input.columns import POSITIONAL_IDS
 from job.input.damaged import DAMAGED_FIX, READ_ERRORS, damaged_row_group
 from job.errors import JobError
-from job.input.id_hash import id_hashes, repeated
 from storage import Location, storage_errors
 from storage.errors import retry_short_range_reads
 from storage.parallel import map_in_order
@@ -33,6 +39,8 @@ ID_READ_THREADS = 16  # id reads are mostly S3 latency: more files in flight tha
 IDS_PER_BATCH = 65_536  # rows per record batch: a few MB of ids per thread, whatever the file size
 CONFIRM_AT_ONCE = 1024  # repeated hashes confirmed per re-read; real duplicates are found in the first
 EXAMPLE_PLACES = 3  # rows quoted for the repeated id in the refusal
+# The way out of an id refusal that every one of them names: without an id column, ids are positional.
+POSITIONAL_IDS = "one the files lack gives '<path relative to --input>:<row>' ids"
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,16 @@ def _refuse_nulls(location: Location, files: Sequence[tuple[str, int]], found: l
         raise JobError(f"{location.uri_of(path)} row {first.first_null}: {null_id_problem(id_column, how_many)}")
 
 
+def refuse_counted_nulls(location: Location, files: list[tuple[str, int]], nulls: dict[str, int | None],
+                          id_column: str) -> None:
+    """Refuse the first planned file whose footer counts null ids among the rows to run (found by one read of its ids)."""
+    for path, rows in files:
+        if nulls[path]:
+            row = first_null_id(location, path, rows, id_column)
+            if row is not None:  # None: the nulls lie past --limit
+                raise JobError(f"{location.uri_of(path)} row {row}: {null_id_problem(id_column)}")
+
+
 def first_null_id(location: Location, path: str, rows: int, id_column: str) -> int | None:
     """The row of the first null id among the first ``rows`` rows of one file; None: there is none."""
     for first_row, array in _id_chunks(location, path, rows, id_column):
@@ -191,3 +209,63 @@ def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> s
     """``'img-3' is at <place>, <place> and 2 more rows (1 ids repeat, 3 rows too many)``: every refusal of a repeated id says it so."""
     more = f" and {len(where) - EXAMPLE_PLACES} more rows" if len(where) > EXAMPLE_PLACES else ""
     return f"{value!r} is at {', '.join(where[:EXAMPLE_PLACES])}{more} ({values} ids repeat, {extra_rows} rows too many)"
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_LENGTH_SEED = np.uint64(0xD6E8FEB86659FD93)  # keeps "a" and "a\0" apart: the length is hashed too
+# _OWN_BYTES[k]: a uint64 mask of a word's first k bytes (in memory order, whatever the byte order).
+_OWN_BYTES = np.frombuffer(b"".join(bytes([255] * k + [0] * (8 - k)) for k in range(9)), dtype=np.uint64)
+
+
+def id_hashes(array: pa.Array, as_text: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hash per row, bool validity per row) of an id column chunk.
+
+    ``as_text``: hash the ids' text (what the output holds: an integer 7 and a string "7" are the
+    same id); otherwise the column is integers and hashes to its values.
+    """
+    if isinstance(array, pa.DictionaryArray):
+        array = array.dictionary_decode()
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    if not as_text:
+        integers = array.fill_null(0).cast(pa.uint64() if pa.types.is_unsigned_integer(array.type) else pa.int64())
+        return integers.to_numpy().view(np.uint64), valid
+    if not pa.types.is_large_string(array.type):
+        array = array.cast(pa.large_string())  # one layout (int64 offsets) for string, string_view, integers
+    return _text_hashes(array), valid
+
+
+def _text_hashes(array: pa.LargeStringArray) -> np.ndarray:
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    data = array.buffers()[2]
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.empty(0, np.uint8)
+    starts, lengths = offsets[:-1] - offsets[0], np.diff(offsets)
+    hashes = splitmix64(lengths.astype(np.uint64) ^ _LENGTH_SEED)
+    width = -(-int(lengths.max()) // 8) * 8 if len(lengths) else 0
+    if width == 0:
+        return hashes
+    # Row i: the `width` bytes from id i's start: a zero-copy window view, then one gather of rows.
+    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate([text, np.zeros(width, np.uint8)]), width)
+    words = windows[starts].view(np.uint64)  # (ids, width / 8), native byte order: hashes never leave the process
+    for column in range(words.shape[1]):
+        # Keep only the id's own bytes of this word: those past its end are its neighbour's.
+        own = _OWN_BYTES[np.clip(lengths - 8 * column, 0, 8)]
+        hashes += splitmix64((words[:, column] & own) ^ splitmix64(np.full(1, column, np.uint64)))
+    return hashes
+
+
+def splitmix64(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a fixed, well-mixed 64-bit function of each value (wraps mod 2^64)."""
+    z = values + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def repeated(hashes: np.ndarray) -> tuple[np.ndarray, int]:
+    """(hash values held more than once, rows too many) of ``hashes``: the ids to confirm by value.
+
+    Sorts a copy; 8 bytes an id.
+    """
+    ordered = np.sort(hashes)
+    twice = ordered[1:] == ordered[:-1]
+    return np.unique(ordered[1:][twice]), int(twice.sum())

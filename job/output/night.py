@@ -27,14 +27,17 @@ The rules, whatever the engine:
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.input.data_files import FileIdentity, unchanged
+from job.input.data_files import FileIdentity, Listing, unchanged
+from job.input.dataset_check import InputColumns
 from job.input.plan import InputFile
 from job.manifest import MANIFEST, Manifest
+from job.output.formats import FOLDERS
 from job.output.table import Snapshot, TableFile
 
 Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
@@ -84,6 +87,39 @@ class Night:
         """Whether the run changes the table beyond running files: a part adopted or removed, a file newly gone but kept."""
         newly_gone = any(not entry.removed for entry in self.kept_removed.values())
         return bool(self.adopted or self.removed or newly_gone)
+
+
+@dataclass(frozen=True)
+class Vouched:
+    """What the table's last snapshot vouches for in tonight's listing, before any footer is read."""
+
+    files: Mapping[str, InputFile] | None = None  # listed files unchanged since the snapshot (by path): kept unread
+    columns: InputColumns | None = None  # the columns the table was made from: new files must have them
+
+
+def vouched_input(config: JobConfig, held: Held, listing: Listing, input_root: str) -> Vouched:
+    """The listed input files the table's snapshot vouches for (--resume, --incremental), and its columns.
+
+    Refuses first (one line) an output that holds another table format than ``--table-format``: by its
+    format's folder, or its manifest's record (``--overwrite`` replaces it, so is not refused).
+    """
+    if not config.overwrite:
+        recorded = held.finished.config.get("table_format", "parquet") if held.finished is not None else None
+        found = next((name for name, folder in FOLDERS.items() if any(f.startswith(folder + "/") for f in held.files)), None)
+        found = found or recorded
+        if found is not None and found != config.table_format:
+            raise JobError(f"{held.uri} holds a {found} table and --table-format is {config.table_format}; pass "
+                           f"--table-format {found}, or --overwrite to replace it, or choose another --output")
+    snapshot = held.snapshot if config.incremental or config.resume else None
+    if snapshot is None:
+        return Vouched()
+    files = {}
+    for name, entry in snapshot.files.items():
+        path = posixpath.join(input_root, name)
+        if not entry.removed and path in listing and unchanged(entry.identity, listing[path]):
+            files[path] = InputFile(path, entry.rows, entry.identity)
+    record = snapshot.columns
+    return Vouched(files, InputColumns(record["id_column"], record["shape_columns"], record["ids_as_text"]))
 
 
 def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,

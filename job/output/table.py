@@ -3,7 +3,7 @@
 Every finished run's manifest carries the table's ``Snapshot``: for each input file (its path
 relative to ``--input``) the part that holds it, the input's identity when that part was made
 (size, modification time), and its rows and error rows. Beside the parts, ``_index/<run id>.ids``
-(named by the snapshot) holds every part's ids as 64-bit hashes (``job.input.id_hash``), 8 bytes an id.
+(named by the snapshot) holds every part's ids as 64-bit hashes (``job.input.unique_ids.id_hashes``), 8 bytes an id.
 
 An incremental run (``--incremental``) reads the last manifest, lists the input, and ``diff``s
 the two: unchanged files keep their parts unread; added and changed files run; removed files
@@ -14,7 +14,6 @@ also kept as ``_history/<run id>.json``.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -23,9 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.output.formats import TableState
-from job.input.columns import InputColumns
 from job.input.data_files import FileIdentity, unchanged
-from job.input.id_hash import repeated
+from job.input.unique_ids import repeated
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
@@ -104,16 +102,6 @@ class Snapshot:
 def columns_record(plan: InputPlan) -> dict:
     """The input's columns as a snapshot records them; an incremental run's new files must match."""
     return {"id_column": plan.id_column, "shape_columns": plan.shape_columns, "ids_as_text": plan.ids_as_text}
-
-
-def columns_of(record: Mapping) -> InputColumns:
-    return InputColumns(record["id_column"], record["shape_columns"], record["ids_as_text"])
-
-
-def unchanged_files(snapshot: Snapshot, input_root: str) -> dict[str, InputFile]:
-    """The snapshot's files as the plan's ``InputFile``s (path inside the input filesystem), for ``plan_input``."""
-    return {posixpath.join(input_root, name): InputFile(posixpath.join(input_root, name), f.rows, f.identity)
-            for name, f in snapshot.files.items() if not f.removed}
 
 
 def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], kept_removed: Collection[str] = ()) -> Delta:

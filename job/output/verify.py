@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
-from job.input.id_hash import id_hashes
+from job.input.unique_ids import id_hashes
 from job.manifest import Counts
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
@@ -40,7 +40,7 @@ NO_MANIFEST = "no manifest was written"
 class PartFacts:
     rows: int
     errored: int
-    hashes: np.ndarray  # its ids' hashes (job.input.id_hash), hashed as the input's ids are
+    hashes: np.ndarray  # its ids' hashes (job.input.unique_ids.id_hashes), hashed as the input's ids are
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,8 @@ from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, decide, model_for, this_machine
 from job.manifest import MANIFEST, Manifest, read_manifest
-from job.input.plan import InputPlan, plan_input, read_file
+from job.input.plan import InputPlan, read_file
+from job.prepare import plan_input
 from job.stages import image_cells
 from preprocess import benchmark, preprocess_batch
 from runners.compare import report as compare_report

@@ -8,7 +8,8 @@ from job.manifest import Counts, InputFiles, Manifest, Timeline
 from job.output.parts import STAGING, Parts, output_options
 from job.config import JobConfig
 from job.output.rows import error_table, output_schema
-from job.input.plan import InputFile, plan_input
+from job.input.plan import InputFile
+from job.prepare import plan_input
 from storage import resolve
 from tests.common.plans import cpu_execution
 

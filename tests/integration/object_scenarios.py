@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import pyarrow.fs as pafs
 
 from job.input.data_files import FileIdentity
-from job.input.object_groups import group_objects
+from job.input.objects import group_objects
 from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import read_output

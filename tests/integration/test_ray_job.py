@@ -11,7 +11,8 @@ from job.output.parts import part_name
 from runners import make_dataset, ray_job
 from job.cli import run_main
 from job.config import JobConfig
-from job.input.plan import plan_input, read_file
+from job.input.plan import read_file
+from job.prepare import plan_input
 from job.stages import Classify, Preprocess
 from storage import resolve
 from job import progress

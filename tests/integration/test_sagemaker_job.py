@@ -16,7 +16,8 @@ from runners import sagemaker_job
 from job import progress
 from job.cli import run_main
 from job.config import JobConfig
-from job.input.plan import plan_input, read_file
+from job.input.plan import read_file
+from job.prepare import plan_input
 from job.output.rows import prediction_table
 from job.stages import Classify, Preprocess
 from runners.sagemaker import aws, container

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from job.config import JobConfig
-from job.input.plan import plan_input, read_file
+from job.input.plan import read_file
+from job.prepare import plan_input
 from storage import resolve
 from tests.common.datasets import write_mixed
 

@@ -9,7 +9,7 @@ import pytest
 from job.input.data_files import list_data_files
 from job.input.dataset_check import check_dataset
 from job.errors import JobError
-from job.input.id_hash import id_hashes
+from job.input.unique_ids import id_hashes
 from storage import Location, resolve
 
 

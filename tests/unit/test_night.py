@@ -1,5 +1,5 @@
 """The night's one decision (job.output.night.decide_night), case by case, with no store: what a run keeps, adopts,
-runs and removes for each state of the output and each flag."""
+runs and removes for each state of the output and each flag; and what the table vouches for before it (vouched_input)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pytest
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.input.data_files import FileIdentity
+from job.input.data_files import FileIdentity, Listing
+from job.input.dataset_check import InputColumns
 from job.input.plan import InputFile
-from job.output.night import Held, Night, decide_night
+from job.output.night import Held, Night, decide_night, vouched_input
 from job.output.table import Snapshot, TableFile
 from tests.common.parts import a_manifest
 
@@ -83,3 +84,35 @@ def test_what_is_refused_names_the_fix(flags, held, refusal):
 def test_overwrite_clears_and_an_empty_prefix_runs_everything():
     assert decide_night(config(overwrite=True), PLANNED, table("part-a"), nothing) == Night(clear=True)
     assert decide_night(config(), PLANNED, Held("out"), nothing).pending(PLANNED) == ["part-a", "part-b"]
+
+
+COLUMNS = {"id_column": "id", "shape_columns": False, "ids_as_text": True}
+
+
+def a_table_of(files: dict[str, TableFile], **manifest) -> Held:
+    snapshot = Snapshot(files, COLUMNS, "_index/r.parquet")
+    return Held("out", ("_SUCCESS.json", *(f.part for f in files.values())), frozenset(f.part for f in files.values()),
+                a_manifest(**manifest), snapshot)
+
+
+def test_the_table_vouches_for_the_listed_files_it_made_unchanged_and_gives_its_columns():
+    held = a_table_of({"a": TableFile("part-a", V1, 3, 0), "b": TableFile("part-b", V1, 3, 0),
+                       "gone": TableFile("part-gone", V1, 3, 0, removed=True), "c": TableFile("part-c", None, 3, 0)})
+    listing = Listing({"/in/a": V1, "/in/b": V2, "/in/gone": V1, "/in/c": V1, "/in/new": V1}, images=False)
+    for flags in ({"incremental": True}, {"resume": True}):
+        vouched = vouched_input(config(**flags), held, listing, "/in")
+        # b changed, gone was removed (its part kept by --keep-removed), c was made without an identity, new is new
+        assert vouched.files == {"/in/a": InputFile("/in/a", 3, V1)}, flags
+        assert vouched.columns == InputColumns("id", False, True)
+    assert vouched_input(config(), held, listing, "/in").files is None  # no flag: the night refuses later, nothing vouched
+
+
+def test_another_table_format_is_refused_before_anything_is_vouched_unless_overwritten():
+    delta = Held("out", ("_delta_log/00000000000000000000.json", "part-a"), frozenset({"part-a"}))
+    listing = Listing({"/in/a": V1}, images=False)
+    with pytest.raises(JobError, match="out holds a delta table and --table-format is parquet; pass --table-format delta"):
+        vouched_input(config(incremental=True), delta, listing, "/in")
+    recorded = a_table_of({"a": TableFile("part-a", V1, 3, 0)}, config={"table_format": "iceberg"})
+    with pytest.raises(JobError, match="holds a iceberg table and --table-format is delta"):
+        vouched_input(config(incremental=True, table_format="delta"), recorded, listing, "/in")
+    assert vouched_input(config(overwrite=True), delta, listing, "/in").files is None

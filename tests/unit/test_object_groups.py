@@ -10,11 +10,11 @@ import pytest
 
 from job.config import JobConfig
 from job.errors import JobError
-from job.input import listing, objects
-from job.input.data_files import FileIdentity, list_data_files
-from job.input.object_groups import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
-from job.input.objects import READ_ERROR, is_image_prefix, read_objects
-from job.input.plan import plan_input
+from job.input import data_files as listing, objects
+from job.input.data_files import FileIdentity, is_image_prefix, list_data_files
+from job.input.objects import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
+from job.input.objects import READ_ERROR, read_objects
+from job.prepare import plan_input
 from storage import resolve
 
 

@@ -14,7 +14,7 @@ from job.output.rows import output_schema
 from runners.sagemaker.assemble import assemble
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
-from job.input.plan import plan_input
+from job.prepare import plan_input
 from storage import resolve
 from tests.common.plans import cpu_execution
 

@@ -13,7 +13,8 @@ import pytest
 from job.config import JobConfig
 from job.input.damaged import damaged_row_group
 from job.errors import DataError, JobError
-from job.input.plan import plan_input, read_file
+from job.input.plan import read_file
+from job.prepare import plan_input
 from storage import resolve
 from tests.common.damage import garble_page
 

@@ -89,15 +89,6 @@ def format_module(name: str, catalog: str = "embedded") -> ModuleType | None:
     return importlib.import_module(f"job.output.formats.{name}{'_glue' if catalog == 'glue' else ''}")
 
 
-def require_format(uri: str, asked: str, held_files: tuple[str, ...], recorded: str | None) -> None:
-    """Refuse (one line) an output that holds another table format than ``asked``: by its folders, or its manifest's record."""
-    found = next((name for name, folder in FOLDERS.items() if any(f.startswith(folder + "/") for f in held_files)), None)
-    found = found or recorded
-    if found is not None and found != asked:
-        raise JobError(f"{uri} holds a {found} table and --table-format is {asked}; pass --table-format {found}, or "
-                       "--overwrite to replace it, or choose another --output")
-
-
 def require_table(at: TableAt, table_format: str, previous: TableState | None, schema: pa.Schema) -> None:
     """Before any work: the format's table at ``at`` (if any) must be ours (``require_ours``)."""
     module = format_module(table_format, at.catalog)
