@@ -112,7 +112,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--note", default="")
     add_results_option(parser)
     args = parser.parse_args(argv)
-    workdir = tempfile.mkdtemp(prefix="pipeline-bench-")
+    with tempfile.TemporaryDirectory(prefix="pipeline-bench-") as workdir:  # raw input: 200 KB an image, gone after
+        return metered(args, workdir)
+
+
+def metered(args: argparse.Namespace, workdir: str) -> dict:
+    """The meter's one run in ``workdir``: its input made there, the job run, the row appended and printed."""
     make_dataset.main(["--output", f"{workdir}/in", "--images", str(args.images), "--format", "raw",
                        "--rows-per-file", str(args.rows_per_file)])
     HoldingClassify.hold_seconds = args.hold_ms / 1000
