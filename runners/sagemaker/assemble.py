@@ -74,7 +74,17 @@ def _shard_output(shard: str, shard_location: Location, out_location: Location, 
     if not table.schema.equals(schema, check_metadata=False) or sorted(table.column("id").to_pylist()) != sorted(ids):
         reason = f"{shard}{OUT_SUFFIX} does not hold one output row per shard row (schema {table.schema.names}, {table.num_rows} rows for {len(ids)} ids)"
         return error_table(ids, [reason] * len(ids), schema), None
-    return table.cast(schema), info.mtime.timestamp() if info.mtime is not None else time.time()
+    return table.cast(schema), _written_at(info)
+
+
+def _written_at(info: pafs.FileInfo) -> float:
+    """When an ``.out`` was written, for the timeline. S3 keeps whole seconds (LastModified): the write lies
+    somewhere within that second, so it is read as the second's end (never later than now), or a shard done
+    in the run's first second would be placed before the run began (a negative start-up)."""
+    if info.mtime is None:
+        return time.time()
+    written = info.mtime.timestamp()
+    return min(written + 1.0, time.time()) if info.mtime.microsecond == 0 else written
 
 
 def _read(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:

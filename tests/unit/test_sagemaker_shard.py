@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import time
+from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
 from job.config import JobConfig
 from job.errors import JobError
 from job.output.rows import output_schema
-from runners.sagemaker.assemble import assemble
+from runners.sagemaker.assemble import _written_at, assemble
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
 from job.prepare import plan_input
@@ -94,3 +97,14 @@ def test_an_image_object_that_could_not_be_read_is_not_sent_and_keeps_its_reason
     sent = pq.read_table([str(tmp_path / "shards" / s) for s in sharding.shards]).column("id").to_pylist()
     assert sorted(sent) == ["a.jpg", "c.jpg"] and list(sharding.files[0].oversized) == ["b.jpg"]
     assert sharding.files[0].oversized["b.jpg"].startswith("object gone: ")
+
+
+def test_a_shard_done_is_never_placed_before_the_second_s3_says_it_was_written_in():
+    """S3's LastModified has whole seconds: a shard written then is read as that second's end, capped by now,
+    so a shard done in a run's first second never makes the start-up negative; a finer mtime stays as it is."""
+    whole = datetime(2026, 11, 26, 20, 18, 14, tzinfo=timezone.utc)
+    assert _written_at(pafs.FileInfo("b/x.out", pafs.FileType.File, mtime=whole)) == whole.timestamp() + 1.0
+    fine = datetime(2026, 11, 26, 20, 18, 14, 250_000, tzinfo=timezone.utc)
+    assert _written_at(pafs.FileInfo("b/x.out", pafs.FileType.File, mtime=fine)) == fine.timestamp()
+    this_second = datetime.now(timezone.utc).replace(microsecond=0)  # its end is most likely still to come
+    assert _written_at(pafs.FileInfo("b/x.out", pafs.FileType.File, mtime=this_second)) <= time.time()
