@@ -61,6 +61,11 @@ from storage import StorageError
 _WORKER_STORAGE_ERROR = re.compile(r"^(?:[\w.]+\.)?StorageError: (.+)$", re.MULTILINE)
 FILE_SCHEMA = f"{FILE} int"
 ACCUMULATOR_POLL_SECONDS = 1.0  # how often the progress display reads the tasks' rows
+# Default tasks per core of the Spark (Spark's tuning guide: 2-3). A task costs about 0.25 CPU s of its own
+# (scheduling, the Python worker's set-up, the broadcast, its threads) on the 2-vCPU VM: one task per file
+# spent 20 of 50 CPU s on 80 files of 256 raw images; 3 a core keeps every core busy to the end when files
+# differ in size, and a retried task redoes a third of a core's share, not the whole input.
+TASKS_PER_CORE = 3
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,13 +76,20 @@ def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
                             "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")
     group.add_argument("--prefetch", type=positive_int(0), default=DEFAULT_PREFETCH,
                        help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
-    group.add_argument("--partitions", type=positive_int(), help="Spark tasks (default: one per input file)")
+    group.add_argument("--partitions", type=positive_int(),
+                       help=f"Spark tasks (default: {TASKS_PER_CORE} per core of the Spark, at most one per input file)")
 
 
 def files_frame(spark: SparkSession, job: Job, partitions: int) -> DataFrame:
     """One row per input file to run (its index in ``job.pending``), sliced evenly over ``partitions`` tasks."""
     rows = [(index,) for index in range(len(job.pending.files))]
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), FILE_SCHEMA)
+
+
+def default_partitions(files: int, cores: int) -> int:
+    """Tasks when ``--partitions`` is not given: ``TASKS_PER_CORE`` per core, never more than the files (a file is
+    the unit of work), never none."""
+    return max(1, min(files, TASKS_PER_CORE * max(1, cores)))
 
 
 def build(files: DataFrame, spec: TaskSpec, udf: str) -> DataFrame:
@@ -98,7 +110,7 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
     # the Series UDF then sees what the benchmark saw.
     session.tune("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_size))
     spec = TaskSpec.of(spark.sparkContext, job, args.prefetch)
-    partitions = args.partitions or len(job.pending.files)
+    partitions = args.partitions or default_partitions(len(job.pending.files), spark.sparkContext.defaultParallelism)
     try:
         with following(spec.rows_done):
             stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
@@ -120,7 +132,7 @@ def following(rows_done: Accumulator) -> Iterator[None]:
     """While the block runs (the stage's ``collect``), the progress display follows the tasks' rows.
 
     Spark adds a task's rows to the accumulator when the task succeeds, so the count moves
-    task by task (one task per input file by default).
+    task by task (``TASKS_PER_CORE`` tasks a core by default).
     """
     stop = threading.Event()
 

@@ -225,6 +225,9 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.api_meter_bench --images 20480 --repeats 3 --results /tmp/api_meter.jsonl": Run(
         small={"--images 20480 --repeats 3": "--images 16 --repeats 1 --workdir /tmp/api-meter-docs"},
         expect="median CPU ms/image", slow=True),
+    "python -m benchmarks.per_image_bench --ways spark --images 1024,20480 --repeats 3 --results "
+    "/tmp/per_image_spark_tasks.jsonl": Skip("the other per_image_bench command runs the same code (its local way, "
+                                             "CI-sized)"),
     "python -m benchmarks.per_image_bench --ways local,ray,ray-api,spark,spark-api --images 1024,20480 --repeats 3 "
     "--results /tmp/per_image_machine.jsonl": Skip("the other per_image_bench command runs the same code (its local way, "
                                                    "CI-sized), with the default meter"),

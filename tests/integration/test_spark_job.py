@@ -108,3 +108,9 @@ def test_bad_options_stop_in_one_line(argv, words, capsys):
         run_main(spark_job.main, argv)
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_tasks_default_to_a_few_per_core_never_more_than_the_files():
+    assert spark_job.default_partitions(files=80, cores=2) == 3 * 2  # one task a file spent 20 of 50 CPU s on tasks
+    assert spark_job.default_partitions(files=4, cores=2) == 4  # a file is the unit of work: no task without one
+    assert spark_job.default_partitions(files=0, cores=2) == 1 and spark_job.default_partitions(files=9, cores=0) == 3
