@@ -36,10 +36,12 @@ from job.input.plan import InputFile, InputPlan
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
 from job.output.formats import keeps_versions
+from job.input.unique_ids import ID_HASH_VERSION
 from job.output.id_index import IdIndex
 from job.output.incremental import check_new_ids, moved_files
 from job.output.night import Night, decide_night, vouched_input
 from job.output.parts import file_part_name
+from job.output.table import Snapshot
 from job.sample.sample import write_sample
 from storage import Location, require_bucket, resolve
 
@@ -56,6 +58,7 @@ class PreparedJob:
     lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     night: Night  # what this run does to the output (job.output.night)
+    previous: Snapshot | None = None  # the table the output holds, as its manifest records it (its index's parts)
     indexes: dict[str, IdIndex] = field(default_factory=dict, repr=False)  # ``id_index``'s, by name
 
     def part_name(self, file: InputFile) -> str:
@@ -68,7 +71,11 @@ class PreparedJob:
     def id_index(self, name: str) -> IdIndex:
         """The table's ids index ``name``, read once a run: the night's checks and the final check all ask it."""
         if name not in self.indexes:
-            self.indexes[name] = IdIndex.read(self.output, name)
+            index = IdIndex.read(self.output, name)
+            if index.hash_version != ID_HASH_VERSION and self.previous is not None:  # written before the hash's fix
+                parts = {file: entry.part for file, entry in self.previous.files.items()}
+                index = index.remade(self.output, parts, self.previous.columns["ids_as_text"])
+            self.indexes[name] = index
         return self.indexes[name]
 
     @cached_property
@@ -113,7 +120,7 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
         held = prefix.read_held(output, read_manifest_too=config.resume or config.incremental)
         vouched = vouched_input(config, held, listing, source.path)  # refuses another table format first
         plan = plan_listed(source, config, listing, vouched.files, vouched.columns)
-        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night())
+        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night(), held.snapshot)
         job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names),
                                  lambda gone, running: _moved(job, held, gone, running))
         _act_on(job, held)

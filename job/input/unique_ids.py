@@ -37,6 +37,9 @@ from storage.parallel import map_in_order
 
 ID_READ_THREADS = 16  # id reads are mostly S3 latency: more files in flight than cores
 IDS_PER_BATCH = 65_536  # rows per record batch: a few MB of ids per thread, whatever the file size
+# Small files whose ids a thread hashes in one call (``_groups``): hashing 4 ids costs what hashing 20,000 does
+# (0.15 ms of numpy's fixed cost a call, as much as reading the file), so a million small files paid it a million times.
+FILES_HASHED_TOGETHER = 64
 CONFIRM_AT_ONCE = 1024  # repeated hashes confirmed per re-read; real duplicates are found in the first
 EXAMPLE_PLACES = 3  # rows quoted for the repeated id in the refusal
 # The way out of an id refusal that every one of them names: without an id column, ids are positional.
@@ -94,26 +97,63 @@ def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column:
     starts = np.concatenate(([0], np.cumsum([rows for _, rows in files], dtype=np.int64)))
     hashes = np.empty(int(starts[-1]), dtype=np.uint64)
 
-    def fill(index: int) -> FileIds:  # writes file ``index``'s hashes at the front of its slice
-        path, rows = files[index]
-        written, nulls, first_null = int(starts[index]), 0, None
-        for first_row, array in _id_chunks(location, path, rows, id_column):
-            values, valid = id_hashes(array, as_text)
-            kept = values[valid]
-            hashes[written : written + len(kept)] = kept
-            written += len(kept)
-            if first_null is None and len(kept) < len(valid):
-                first_null = first_row + int(np.argmin(valid))
-            nulls += len(valid) - len(kept)
-        return FileIds(written - int(starts[index]), nulls, first_null)
+    def fill(group: range) -> list[FileIds]:  # writes each file's hashes at the front of its slice
+        written = {index: int(starts[index]) for index in group}
+        nulls, first_null = dict.fromkeys(group, 0), dict.fromkeys(group)
+        pending: list[tuple[int, int, pa.Array]] = []  # (file, first row, ids) read and not hashed yet
 
-    found = list(map_in_order(lambda index: retry_short_range_reads(lambda: fill(index)), range(len(files)),
-                              threads=min(ID_READ_THREADS, len(files))))
+        def flush() -> None:
+            for (index, first_row, _), (values, valid) in zip(pending, _hashed_together([a for *_, a in pending], as_text)):
+                kept = values[valid]
+                hashes[written[index] : written[index] + len(kept)] = kept
+                written[index] += len(kept)
+                if first_null[index] is None and len(kept) < len(valid):
+                    first_null[index] = first_row + int(np.argmin(valid))
+                nulls[index] += len(valid) - len(kept)
+            pending.clear()
+
+        waiting = 0
+        for index in group:
+            for first_row, array in _id_chunks(location, *files[index], id_column):
+                pending.append((index, first_row, array))
+                waiting += len(array)
+                if waiting >= IDS_PER_BATCH:
+                    flush()
+                    waiting = 0
+        flush()
+        return [FileIds(written[index] - int(starts[index]), nulls[index], first_null[index]) for index in group]
+
+    groups = _groups(files)
+    found = [file_ids for in_group in map_in_order(lambda group: retry_short_range_reads(lambda: fill(group)), groups,
+                                                   threads=min(ID_READ_THREADS, len(groups)))
+             for file_ids in in_group]
     end = 0
     for start, file_ids in zip(starts[:-1], found):  # close the gaps null ids left; a no-op without nulls
         hashes[end : end + file_ids.hashed] = hashes[int(start) : int(start) + file_ids.hashed]
         end += file_ids.hashed
     return hashes[:end], found
+
+
+def _groups(files: Sequence[tuple[str, int]]) -> list[range]:
+    """Runs of consecutive files one thread reads and hashes together: up to ``FILES_HASHED_TOGETHER`` files and
+    ``IDS_PER_BATCH`` ids (a larger file alone, streamed); a thread still reads one file at a time."""
+    groups, start, ids = [], 0, 0
+    for index, (_, rows) in enumerate(files):
+        if index > start and (ids + rows > IDS_PER_BATCH or index - start == FILES_HASHED_TOGETHER):
+            groups.append(range(start, index))
+            start, ids = index, 0
+        ids += rows
+    return [*groups, range(start, len(files))] if files else []
+
+
+def _hashed_together(arrays: list[pa.Array], as_text: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``id_hashes`` of each array, in one call where they share a plain type: the same hashes (an id's hash is
+    its own), at one call's fixed cost, which is most of what hashing a file of a few ids costs."""
+    if len(arrays) > 1 and len({a.type for a in arrays}) == 1 and not pa.types.is_dictionary(arrays[0].type):
+        values, valid = id_hashes(pa.concat_arrays(arrays), as_text)
+        bounds = np.cumsum([0, *(len(a) for a in arrays)])
+        return [(values[s:e], valid[s:e]) for s, e in zip(bounds[:-1], bounds[1:])]
+    return [id_hashes(array, as_text) for array in arrays]
 
 
 def _refuse_nulls(location: Location, files: Sequence[tuple[str, int]], found: list[FileIds], id_column: str) -> None:
@@ -211,6 +251,10 @@ def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> s
     return f"{value!r} is at {', '.join(where[:EXAMPLE_PLACES])}{more} ({values} ids repeat, {extra_rows} rows too many)"
 
 
+# The id hash's version, recorded with every ids index (job.output.table.write_index): version 1 added a term for
+# each word of the longest id in the batch, so the same short id hashed differently beside a longer one and a repeat
+# across files could go unseen; an index of another version is remade from its parts (job.output.id_index).
+ID_HASH_VERSION = 2
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LENGTH_SEED = np.uint64(0xD6E8FEB86659FD93)  # keeps "a" and "a\0" apart: the length is hashed too
 # _OWN_BYTES[k]: a uint64 mask of a word's first k bytes (in memory order, whatever the byte order).
@@ -247,9 +291,12 @@ def _text_hashes(array: pa.LargeStringArray) -> np.ndarray:
     windows = np.lib.stride_tricks.sliding_window_view(np.concatenate([text, np.zeros(width, np.uint8)]), width)
     words = windows[starts].view(np.uint64)  # (ids, width / 8), native byte order: hashes never leave the process
     for column in range(words.shape[1]):
-        # Keep only the id's own bytes of this word: those past its end are its neighbour's.
-        own = _OWN_BYTES[np.clip(lengths - 8 * column, 0, 8)]
-        hashes += splitmix64((words[:, column] & own) ^ splitmix64(np.full(1, column, np.uint64)))
+        left = lengths - 8 * column  # the id's bytes from this word on
+        # Keep only the id's own bytes of this word (those past its end are its neighbour's), and add a word only
+        # where the id has one: a hash must not depend on the longest id beside it in the batch.
+        own = _OWN_BYTES[np.clip(left, 0, 8)]
+        mixed = splitmix64((words[:, column] & own) ^ splitmix64(np.full(1, column, np.uint64)))
+        hashes += np.where(left > 0, mixed, np.uint64(0))
     return hashes
 
 

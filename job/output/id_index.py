@@ -7,12 +7,17 @@ night compares), and which of a night's new hashes the table already holds (``he
 second is a binary search of every table hash among the few new ones, sorted: time linear in
 the table with a small constant, and no sort or copy of the table's hashes, so a night of ten
 new files on a table of millions of ids costs a read of the index and one pass over it.
+
+An index records the id hash's version it was written with (``job.input.unique_ids.ID_HASH_VERSION``);
+one of another version holds hashes this run's ids cannot be compared with, so ``remade`` makes it
+again from the parts it names (their id columns, read once), and the run writes the new one.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Collection, Iterable
+import sys
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +25,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.errors import JobError
+from job.input.unique_ids import ID_HASH_VERSION
+from job.output.table import INDEX_HASH_KEY
+from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
+from storage.parallel import map_in_order
+
+PART_READ_THREADS = 16  # parts' id columns read at once when an index is remade: mostly the store's latency
 
 # Table hashes searched at a time: bounds the search's temporaries (positions, matches) to a few MB.
 SEARCH_CHUNK = 1 << 20
@@ -31,6 +42,7 @@ class IdIndex:
     files: list[str]  # input files (relative to --input), in the index's order
     offsets: np.ndarray  # file i's hashes are hashes[offsets[i]:offsets[i + 1]]
     hashes: np.ndarray  # uint64: every file's hashes, each file's sorted
+    hash_version: int = ID_HASH_VERSION  # the id hash it was written with (an index without the record: 1)
 
     @classmethod
     def read(cls, output: Location, name: str) -> IdIndex:
@@ -46,7 +58,36 @@ class IdIndex:
         cells = table.column("hashes").combine_chunks()
         offsets = cells.offsets.to_numpy().astype(np.int64)
         hashes = cells.values.to_numpy() if len(cells.values) else np.empty(0, np.uint64)
-        return cls(table.column("input_file").to_pylist(), offsets - offsets[0], hashes)
+        version = int((table.schema.metadata or {}).get(INDEX_HASH_KEY.encode(), b"1"))
+        return cls(table.column("input_file").to_pylist(), offsets - offsets[0], hashes, version)
+
+    @classmethod
+    def of_files(cls, hashes: dict[str, np.ndarray]) -> IdIndex:
+        """An index of ``hashes`` ({input file: its ids' hashes}), in this version's hash, each file's sorted."""
+        files = sorted(hashes)
+        sizes = np.array([len(hashes[file]) for file in files], dtype=np.int64)
+        flat = np.concatenate([np.sort(hashes[file]) for file in files]) if files else np.empty(0, np.uint64)
+        return cls(files, np.concatenate(([0], np.cumsum(sizes))), flat.astype(np.uint64))
+
+    def remade(self, output: Location, parts: Mapping[str, str], ids_as_text: bool) -> IdIndex:
+        """This index in this version's id hash, from the parts that hold its files (``parts``: input file -> part
+        under ``output``), read once; a file whose part is gone is left out (its file runs again, and its new part
+        is read by the final check)."""
+        print(f"{output.uri}: the table's id index was written with an earlier id hash; reading the id column of its "
+              f"{len(self.files)} parts once to make it again", file=sys.stderr)
+        def hashes_of(file: str) -> tuple[str, np.ndarray | None]:
+            path = output.join(parts[file])
+            with storage_errors(output.uri_of(path)):
+                try:
+                    opened = output.filesystem.open_input_file(path)
+                except FileNotFoundError:
+                    return file, None
+                with opened as f:
+                    return file, part_hashes(pq.read_table(f, columns=["id"]).column("id"), ids_as_text)
+
+        known = [file for file in self.files if file in parts]
+        found = map_in_order(hashes_of, known, threads=min(PART_READ_THREADS, max(1, len(known))))
+        return IdIndex.of_files({file: hashes for file, hashes in found if hashes is not None})
 
     def of(self, wanted: Iterable[str]) -> dict[str, np.ndarray]:
         """{input file: its ids' hashes} of the ``wanted`` files the index holds, in the index's order."""

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from job.output.formats import TableState
 from job.input.data_files import FileIdentity, unchanged
-from job.input.unique_ids import repeated
+from job.input.unique_ids import ID_HASH_VERSION, repeated
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
@@ -31,6 +31,7 @@ INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) pe
 # The index is Parquet of another schema than the table's: its name does not end in .parquet, so readers that
 # glob the prefix for data files (DuckDB read_parquet('out/**/*.parquet'), polars) never take it for a part.
 INDEX_SUFFIX = ".ids"
+INDEX_HASH_KEY = "id_hash"  # the index's schema metadata: the id hash's version (job.input.unique_ids.ID_HASH_VERSION)
 HISTORY_DIR = "_history"  # <output>/_history/<run id>.json: every run's manifest
 
 
@@ -120,7 +121,8 @@ def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray])
     """Write the ids index ({input file: its ids' hashes}) in one PUT; returns its name under the output."""
     names = sorted(hashes)
     table = pa.table({"input_file": pa.array(names, pa.string()),
-                      "hashes": pa.array([np.sort(hashes[name]) for name in names], pa.list_(pa.uint64()))})
+                      "hashes": pa.array([np.sort(hashes[name]) for name in names], pa.list_(pa.uint64()))},
+                     metadata={INDEX_HASH_KEY: str(ID_HASH_VERSION)})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     name = f"{INDEX_DIR}/{run_id}{INDEX_SUFFIX}"

@@ -233,3 +233,25 @@ def test_id_hashes_agree_across_layouts_and_differ_between_ids():
                    pa.array(words, pa.large_string()), pa.array(words, pa.string_view())):
         assert id_hashes(layout, as_text=True)[0].tolist() == hashes.tolist()
     assert id_hashes(pa.array([7, None]), as_text=True)[0][0] == id_hashes(pa.array(["7"]), as_text=True)[0][0]
+
+
+def test_many_small_files_hashed_together_give_each_file_its_own_digest_nulls_and_repeats(tmp_path):
+    """Small files' ids are hashed a group at a time (unique_ids._groups): each file's digest, its null rows and a
+    repeat across groups come out as when every file is hashed alone; a dictionary column among them too."""
+    from job.input.unique_ids import ids_digest
+
+    root = resolve(str(tmp_path / "in"))
+    ids = {f"part-{i:03d}.parquet": [f"img-{i}-{j}" for j in range(3)] for i in range(150)}  # 3 groups of 64
+    for name, values in ids.items():
+        column = pa.array(values).dictionary_encode() if name == "part-070.parquet" else pa.array(values)
+        put_table(root, name, pa.table({"image": pa.array([b"jpeg"] * 3), "id": column}))
+    report = check(root)
+    assert report.ids.ids == 450
+    for name, values in ids.items():
+        assert report.ids.digests[root.join(name)] == ids_digest(id_hashes(pa.array(values), True)[0]), name
+    put_table(root, "part-140.parquet", images(["img-140-0", None, "img-140-2"]))
+    with pytest.raises(JobError, match=r"part-140.parquet row 1: its id \(column 'id'\) is null"):
+        check(root)
+    put_table(root, "part-140.parquet", images(["img-3-1", "img-140-1", "img-140-2"]))  # img-3-1 is in the first group
+    with pytest.raises(JobError, match=r"'img-3-1' is at .*part-003.parquet row 1, .*part-140.parquet row 0"):
+        check(root)

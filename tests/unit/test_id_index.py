@@ -47,3 +47,36 @@ def test_an_unreadable_index_is_one_line_naming_it_and_the_fix(tmp_path):
     (tmp_path / "_index" / "bad.ids").write_bytes(b"not parquet")
     with pytest.raises(JobError, match=r"_index/bad.ids: the table's id index cannot be read .*--overwrite"):
         IdIndex.read(output, "_index/bad.ids")
+
+
+def test_an_index_of_the_earlier_id_hash_is_made_again_from_its_parts(tmp_path, capsys):
+    """Version 1 of the id hash depended on the longest id beside an id; an index without the version record is
+    remade from the parts it names (a part gone is left out: its file runs again), in this version's hash."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from job.input.unique_ids import ID_HASH_VERSION, id_hashes
+
+    output = resolve(str(tmp_path))
+    pq.write_table(pa.table({"id": ["a-1", "a-2-with-a-longer-name"]}), str(tmp_path / "part-a.parquet"))
+    old = pa.table({"input_file": ["a.parquet", "gone.parquet"],
+                    "hashes": pa.array([[1, 2], [3]], pa.list_(pa.uint64()))})  # no version in its metadata
+    pq.write_table(old, str(tmp_path / "old.ids"))
+    index = IdIndex.read(output, "old.ids")
+    assert index.hash_version == 1 and IdIndex.read(output, write_index(output, "run-2", {})).hash_version == ID_HASH_VERSION
+    remade = index.remade(output, {"a.parquet": "part-a.parquet", "gone.parquet": "part-gone.parquet"}, ids_as_text=True)
+    expected = np.sort(id_hashes(pa.array(["a-1", "a-2-with-a-longer-name"]), True)[0])
+    assert remade.files == ["a.parquet"] and np.array_equal(remade.of(["a.parquet"])["a.parquet"], expected)
+    assert "written with an earlier id hash" in capsys.readouterr().err
+
+
+def test_an_ids_hash_does_not_depend_on_the_ids_beside_it():
+    """The same id hashes the same alone, beside a longer id, and in any layout: a repeat across files is a repeat."""
+    import pyarrow as pa
+
+    from job.input.unique_ids import id_hashes
+
+    alone = id_hashes(pa.array(["img-3-1"]), True)[0][0]
+    beside = id_hashes(pa.array(["img-140-1-and-more-than-sixteen-bytes", "img-3-1"]), True)[0][1]
+    assert alone == beside
+    assert id_hashes(pa.array(["img-3-1", "img-3-2"]), True)[0][0] != id_hashes(pa.array(["img-3-2"]), True)[0][0]
