@@ -111,10 +111,22 @@ def _version(data: bytes) -> str:
 
 
 def _s3_read(location: Location, path: str) -> tuple[bytes, str] | None:
-    response = _s3_call(location, path, "get_object", missing_ok=True)
-    if response is None:
-        return None
-    return response["Body"].read(), response["ETag"]
+    """The object's bytes and ETag; None when there is none. A body cut short (the connection dropped after the
+    headers) is read again with the whole GET: botocore retries requests, not the reading of their bodies."""
+    from botocore.exceptions import ResponseStreamingError
+
+    attempts = s3_max_attempts()
+    for attempt in range(attempts):
+        response = _s3_call(location, path, "get_object", missing_ok=True)
+        if response is None:
+            return None
+        try:
+            return response["Body"].read(), response["ETag"]
+        except ResponseStreamingError as e:
+            if attempt == attempts - 1:
+                raise explain(location.uri_of(path), e) from e
+            time.sleep(min(0.1 * 2**attempt, 2.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _s3_write(location: Location, path: str, data: bytes, **condition: str) -> str | None:

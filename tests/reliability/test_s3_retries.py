@@ -55,3 +55,19 @@ def test_retries_are_logged_with_arrow_s3_log_level(s3_bucket, fault_proxy, tmp_
     assert result.returncode == 0, result.stderr[-2000:]
     logged = (result.stdout + result.stderr).count(RETRY_LINE)
     assert 1 <= logged <= proxy.faults(), (logged, proxy.counts)
+
+
+def test_a_conditional_read_cut_short_is_read_again(s3_bucket, fault_proxy, monkeypatch):
+    """The lease and the manifest are read through botocore (storage.conditional), which retries a failed request
+    but not a body cut short after its headers: the read is asked again, whole, until one arrives complete."""
+    from storage.conditional import create_exclusive, read_versioned
+
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "30")
+    proxy = fault_proxy(fault_rate=0.5, seed=3, kinds=("truncate",))
+    location = resolve(f"s3://{s3_bucket}/lease-test", proxy.url)
+    data = b'{"owner": "a run", "padding": "' + b"x" * 4096 + b'"}'
+    assert create_exclusive(location, location.join("_LEASE.json"), data) is not None
+    for _ in range(10):  # a half of the GETs cut short: ten reads meet several
+        found, _version = read_versioned(location, location.join("_LEASE.json"))
+        assert found == data
+    assert proxy.counts.get("truncate", 0) > 0, proxy.counts
