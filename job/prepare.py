@@ -72,7 +72,7 @@ class PreparedJob:
         """The table's ids index ``name``, read once a run: the night's checks and the final check all ask it."""
         if name not in self.indexes:
             index = IdIndex.read(self.output, name)
-            if index.hash_version != ID_HASH_VERSION and self.previous is not None:  # written before the hash's fix
+            if index.hash_version != ID_HASH_VERSION:  # written before the hash's fix; the index is the previous table's
                 parts = {file: entry.part for file, entry in self.previous.files.items()}
                 index = index.remade(self.output, parts, self.previous.columns["ids_as_text"])
             self.indexes[name] = index
@@ -183,8 +183,7 @@ def plan_listed(location: Location, config: JobConfig, listing: Listing, vouched
     kept = vouched or {}
     to_check = [path for path in listing if path not in kept]
     if not to_check and columns is not None:
-        return InputPlan(location, tuple(sorted(kept.values(), key=lambda f: f.path)), columns.id_column, config.image_column, columns.shape_columns,
-                         columns.ids_as_text)
+        return _plan(location, config, tuple(sorted(kept.values(), key=lambda f: f.path)), columns)
     report = check_dataset(location, to_check, image_column=config.image_column,
                            id_column=config.id_column, raw_shape=config.raw_shape, limit=config.limit,
                            check_ids=not config.skip_id_check, require_rows=columns is None)
@@ -197,15 +196,19 @@ def plan_listed(location: Location, config: JobConfig, listing: Listing, vouched
     # does not check them again, and a file emptied since loses its old rows; --limit runs no whole file.
     empty = [InputFile(path, 0, listing[path]) for path in report.empty] if config.limit is None else []
     files = tuple(sorted([*kept.values(), *checked, *empty], key=lambda f: f.path))
-    found = report.columns or columns
-    return InputPlan(location, files, found.id_column, config.image_column, found.shape_columns, found.ids_as_text)
+    return _plan(location, config, files, report.columns or columns)
 
 
 def _plan_objects(location: Location, config: JobConfig, listing: Listing, columns: InputColumns | None) -> InputPlan:
     """A prefix of image objects: every group of objects one planned unit; ids are the keys, so nothing is read."""
-    if columns is not None and columns != InputColumns(id_column=None, shape_columns=False, ids_as_text=True):
+    keys = InputColumns(id_column=None, shape_columns=False, ids_as_text=True)
+    if columns is not None and columns != keys:
         raise JobError(f"{location.uri}: holds image objects, but the table was made from Parquet files with other "
                        f"columns ({columns}); pass --overwrite to redo the table from the objects")
     units = object_units(location, listing, config.objects_per_part, config.limit)
     files = tuple(InputFile(path, len(members), identity, digest, members) for path, members, identity, digest in units)
-    return InputPlan(location, files, None, config.image_column, shape_columns=False, ids_as_text=True)
+    return _plan(location, config, files, keys)
+
+
+def _plan(location: Location, config: JobConfig, files: tuple[InputFile, ...], columns: InputColumns) -> InputPlan:
+    return InputPlan(location, files, columns.id_column, config.image_column, columns.shape_columns, columns.ids_as_text)

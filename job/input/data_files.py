@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -75,7 +76,6 @@ class FileIdentity:
         return cls(data["size"], data["mtime_ns"], data.get("members")) if data is not None else None
 
 
-
 class Listing(dict):
     """The data files of an input (path inside its filesystem -> ``FileIdentity``, sorted) and their kind.
 
@@ -89,6 +89,7 @@ class Listing(dict):
         super().__init__(files)
         self.images = images
         self.names = names if images else None
+
 
 def unchanged(recorded: FileIdentity | None, listed: FileIdentity | None) -> bool:
     """Whether an input file is the version a part or a snapshot recorded: the one place this is answered.
@@ -115,8 +116,8 @@ def list_data_files(location: Location) -> Listing:
     with storage_errors(location.uri):
         info = location.filesystem.get_file_info(location.path)
         if info.type == pafs.FileType.File:  # one file: Parquet, or one image object
-            single = {location.path: _identity(info)}
-            return Listing(single, is_image_prefix(location, single), [input_relpath(location.path, location.path)])
+            name = input_relpath(location.path, location.path)
+            return Listing({location.path: _identity(info)}, is_image_prefix(location, [location.path], [name]), [name])
         if info.type == pafs.FileType.NotFound:
             require_bucket(location, "--input")
             raise JobError(f"{location.uri}: no such file or prefix; check --input")
@@ -134,7 +135,7 @@ def list_data_files(location: Location) -> Listing:
     if not files:
         raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input (Parquet files, or image "
                        "objects named *.jpg, *.png, *.webp, ...)")
-    return Listing(files, is_image_prefix(location, files), names)
+    return Listing(files, is_image_prefix(location, list(files), names), names)
 
 
 def _identity(info: pafs.FileInfo) -> FileIdentity:
@@ -223,17 +224,18 @@ def is_image_name(relative: str) -> bool:
     return relative.lower().endswith(IMAGE_SUFFIXES)
 
 
-def is_image_prefix(location: Location, listing: dict[str, FileIdentity]) -> bool:
-    """Whether the listed data files are image objects; JobError for a mixed prefix.
+def is_image_prefix(location: Location, paths: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether the listed data files (``paths`` in the filesystem, ``names`` relative to the prefix, in the same
+    order) are image objects; JobError for a mixed prefix.
 
     By the names in the listing, the only thing known before any read: an object named ``*.jpg``, ``*.png``...
     makes it an image prefix (one GET per object to sniff magic bytes would cost the planning of 10 million
     objects hours). A prefix holding both Parquet files and image files is refused: which rows it means is a guess.
     """
-    images = next((path for path in listing if is_image_name(input_relpath(location.path, path))), None)
+    images = next((path for path, name in zip(paths, names) if is_image_name(name)), None)
     if images is None:
         return False
-    parquet = next((path for path in listing if path.lower().endswith(PARQUET_SUFFIXES)), None)
+    parquet = next((path for path in paths if path.lower().endswith(PARQUET_SUFFIXES)), None)
     if parquet is not None:
         raise JobError(f"{location.uri}: holds both Parquet files ({location.uri_of(parquet)}) and image files "
                        f"({location.uri_of(images)}); point --input at a prefix of one kind: Parquet files, or image objects")

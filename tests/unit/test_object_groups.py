@@ -11,7 +11,7 @@ import pytest
 from job.config import JobConfig
 from job.errors import JobError
 from job.input import data_files as listing, objects
-from job.input.data_files import FileIdentity, is_image_prefix, list_data_files
+from job.input.data_files import FileIdentity, list_data_files
 from job.input.objects import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
 from job.input.objects import READ_ERROR, read_objects
 from job.prepare import plan_input
@@ -78,10 +78,10 @@ def test_a_prefix_is_images_by_names_parquet_alone_stays_parquet_and_mixed_is_re
     write(tmp_path / "mixed", ["part-0.parquet", "x/a.webp"])
     for name, expected in (("images", True), ("tables", False)):
         location = resolve(str(tmp_path / name))
-        assert is_image_prefix(location, list_data_files(location)) is expected
+        assert list_data_files(location).images is expected
     location = resolve(str(tmp_path / "mixed"))
     with pytest.raises(JobError, match=r"holds both Parquet files .*part-0.parquet\) and image files .*a.webp\); point --input"):
-        is_image_prefix(location, list_data_files(location))
+        list_data_files(location)
 
 
 def test_an_empty_prefix_is_refused_in_one_line(tmp_path):
