@@ -1,4 +1,5 @@
-"""Bad nights on the local engine, on a local path and on S3 (the Ray tests run the same scenarios once)."""
+"""Bad nights on the local engine, on a local path and on S3: where they are decided (job.output.night), whatever
+engine runs the night; tests/integration/test_incremental_ray.py runs the one whose outcome is the engine's (empty files)."""
 
 from __future__ import annotations
 
