@@ -67,7 +67,6 @@ class PlannedFiles(IterableDataset):
 
 def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
     """Classify every pending row in the main process; commit each input file's part once all its rows are in."""
-    classify = Classify(job.config, job.execution)
     workers = min(args.workers, len(job.pending.files))  # a file is the unit of work: more workers would idle
     context = torch.multiprocessing.get_context(args.start_method)
     # --decode auto: the workers' routers read the model's word from shared memory.
@@ -80,9 +79,17 @@ def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
         multiprocessing_context=context if workers else None,
         prefetch_factor=PREFETCH_BATCHES if workers else None,
     )
+    # The workers start first: each spends a second or more importing in a fresh interpreter, which the main
+    # process's model build overlaps instead of preceding.
+    batches = _started(loader)
+    try:
+        classify = Classify(job.config, job.execution)
+    except BaseException:
+        del batches  # its workers are shut down now, not when the traceback goes
+        raise
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
     collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
-    for batch, pixels in _started(loader):
+    for batch, pixels in batches:
         if pixels is not None:
             batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
         with meter:
