@@ -1,0 +1,59 @@
+"""The final check's uniqueness (``job.output.verify.require_unique``) on real parts: the ids a run wrote are held
+against each other and against the kept parts' by hash, and every repeat is confirmed by value before it fails a run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from job.errors import DataError
+from job.output import verify
+from job.output.verify import PartFacts, part_hashes, require_unique
+from storage import resolve
+
+
+def part(root, name: str, ids: list[str]) -> PartFacts:
+    """A committed part of ``ids`` under ``root``, and its facts as the final check knows them."""
+    table = pa.table({"id": pa.array(ids, pa.string()), "error": pa.array([None] * len(ids), pa.string())})
+    pq.write_table(table, root / name)
+    return PartFacts(len(ids), 0, part_hashes(table.column("id"), True))
+
+
+def kept_table(root, files: int, ids_each: int) -> dict[str, PartFacts]:
+    return {f"kept-{k}.parquet": part(root, f"kept-{k}.parquet", [f"old-{k}-{i}" for i in range(ids_each)])
+            for k in range(files)}
+
+
+def test_new_ids_against_the_kept_parts_pass_when_all_differ(tmp_path):
+    kept = kept_table(tmp_path, 4, 5)
+    read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", "new-1"])}
+    require_unique(resolve(str(tmp_path)), kept, read, True)
+
+
+# Kept hashes searched a part at a time, three parts then what is left (the repeat in the last), and all at once.
+@pytest.mark.parametrize(("chunk", "holder"), [(3, 2), (12, 3), (1 << 20, 2)])
+def test_a_new_id_a_kept_part_holds_is_named_with_both_parts(tmp_path, monkeypatch, chunk, holder):
+    monkeypatch.setattr(verify, "SEARCH_CHUNK", chunk)
+    kept = kept_table(tmp_path, 4, 5)
+    read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", f"old-{holder}-3"])}
+    with pytest.raises(DataError, match=rf"output repeats ids: 'old-{holder}-3' is at \S*/kept-{holder}\.parquet row 3, "
+                                        r"\S*/new\.parquet row 1 \(1 ids"):
+        require_unique(resolve(str(tmp_path)), kept, read, True)
+
+
+def test_an_id_repeated_among_the_new_parts_is_named(tmp_path):
+    kept = kept_table(tmp_path, 2, 3)
+    read = {"a.parquet": part(tmp_path, "a.parquet", ["x", "y"]), "b.parquet": part(tmp_path, "b.parquet", ["z", "y"])}
+    with pytest.raises(DataError, match=r"output repeats ids: 'y' is at \S*/a\.parquet row 1, \S*/b\.parquet row 1 \(1 ids"):
+        require_unique(resolve(str(tmp_path)), kept, read, True)
+
+
+def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
+    """A hash the kept facts share with a new id, while the kept part's ids differ (a collision): read, then let go."""
+    read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0"])}
+    kept = kept_table(tmp_path, 1, 3)
+    colliding = np.concatenate([kept["kept-0.parquet"].hashes, read["new.parquet"].hashes])
+    kept["kept-0.parquet"] = PartFacts(3, 0, colliding)
+    require_unique(resolve(str(tmp_path)), kept, read, True)
