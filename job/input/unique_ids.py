@@ -255,8 +255,6 @@ def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> s
 # each word of the longest id in the batch, so the same short id hashed differently beside a longer one and a repeat
 # across files could go unseen; an index of another version is remade from its parts (job.output.id_index).
 ID_HASH_VERSION = 2
-# Table hashes searched at a time (``found_in``): bounds the search's temporaries (positions, matches) to a few MB.
-SEARCH_CHUNK = 1 << 20
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LENGTH_SEED = np.uint64(0xD6E8FEB86659FD93)  # keeps "a" and "a\0" apart: the length is hashed too
 # _OWN_BYTES[k]: a uint64 mask of a word's first k bytes (in memory order, whatever the byte order).
@@ -308,16 +306,6 @@ def splitmix64(values: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
-
-
-def found_in(candidates: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    """Positions in ``hashes`` of the values ``candidates`` (sorted, unique) holds.
-
-    A binary search of each hash among the candidates: for a few new hashes against a table's many, time
-    linear in the table with a small constant, and no sort or copy of the table's hashes.
-    """
-    places = np.minimum(np.searchsorted(candidates, hashes), len(candidates) - 1)
-    return np.flatnonzero(candidates[places] == hashes)
 
 
 def repeated(hashes: np.ndarray) -> tuple[np.ndarray, int]:

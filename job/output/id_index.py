@@ -25,13 +25,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.errors import JobError
-from job.input.unique_ids import ID_HASH_VERSION, SEARCH_CHUNK, found_in
+from job.input.unique_ids import ID_HASH_VERSION
 from job.output.table import INDEX_HASH_KEY
 from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
 PART_READ_THREADS = 16  # parts' id columns read at once when an index is remade: mostly the store's latency
+
+# Table hashes searched at a time: bounds the search's temporaries (positions, matches) to a few MB.
+SEARCH_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -96,13 +99,19 @@ class IdIndex:
         candidates = np.unique(fresh)
         if len(candidates) == 0 or len(self.hashes) == 0:
             return {}
-        found = [start + found_in(candidates, self.hashes[start:start + SEARCH_CHUNK])
+        found = [start + self._matches(candidates, self.hashes[start:start + SEARCH_CHUNK])
                  for start in range(0, len(self.hashes), SEARCH_CHUNK)]
         at = np.concatenate(found)
         owners = np.searchsorted(self.offsets, at, side="right") - 1
         wanted = set(among)
         return {self.files[i]: np.unique(self.hashes[at[owners == i]]) for i in np.unique(owners).tolist()
                 if self.files[i] in wanted}
+
+    @staticmethod
+    def _matches(candidates: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Positions in ``hashes`` of the values ``candidates`` (sorted, unique) holds."""
+        places = np.minimum(np.searchsorted(candidates, hashes), len(candidates) - 1)
+        return np.flatnonzero(candidates[places] == hashes)
 
     def _slice(self, i: int) -> np.ndarray:
         return self.hashes[self.offsets[i]:self.offsets[i + 1]]

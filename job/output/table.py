@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from job.output.formats import TableState
 from job.input.data_files import FileIdentity, unchanged
-from job.input.unique_ids import ID_HASH_VERSION
+from job.input.unique_ids import ID_HASH_VERSION, repeated
 from job.input.plan import InputFile, InputPlan
 from storage import Location, storage_errors
 
@@ -129,3 +129,8 @@ def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray])
     with storage_errors(output.uri), output.writer(output.join(name)) as out:
         out.write(sink.getvalue())
     return name
+
+
+def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Hash values held twice, within a file or across files: the ids to confirm by value."""
+    return repeated(np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64))[0]

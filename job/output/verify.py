@@ -13,7 +13,7 @@ collision never fails a run.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,10 +23,12 @@ import pyarrow.parquet as pq
 
 from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
+from job.input.unique_ids import id_hashes
 from job.manifest import Counts
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
-from job.input.unique_ids import SEARCH_CHUNK, found_in, id_hashes, ids_digest, repeat_line, repeated
+from job.output.table import repeated_hashes
+from job.input.unique_ids import ids_digest, repeat_line
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
@@ -109,46 +111,18 @@ def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) ->
 
 def require_unique(location: Location, kept: Mapping[str, PartFacts], read: Mapping[str, PartFacts], ids_as_text: bool) -> None:
     """Refuse an id held twice in the table of the ``kept`` parts and those ``read``: hashes first, then the ids
-    themselves in the parts that hold a repeat.
-
-    The kept parts are the last table's, whose own final check held their ids unique, so only the ids read are
-    compared: among themselves (a sort of the night's hashes) and with the kept parts' (a search of every kept hash
-    among them, ``SEARCH_CHUNK`` at a time). A night's check costs one pass over the table's hashes, not a sort of
-    them all and their copy.
-    """
-    fresh = np.concatenate([f.hashes for f in read.values()]) if read else np.empty(0, np.uint64)
-    suspects = np.union1d(repeated(fresh)[0], _held_by(kept.values(), np.unique(fresh)))
-    if len(suspects) == 0:
-        return
+    themselves in the parts that hold a repeat."""
     facts = {**kept, **read}
+    repeated = repeated_hashes({name: f.hashes for name, f in facts.items()})
+    if len(repeated) == 0:
+        return
     places: dict[str, list[tuple[str, int]]] = {}
-    for name in (name for name, f in facts.items() if np.isin(f.hashes, suspects).any()):
-        for row, value in ids_hashed_to(location, name, suspects, ids_as_text):
+    for name in (name for name, f in facts.items() if np.isin(f.hashes, repeated).any()):
+        for row, value in ids_hashed_to(location, name, repeated, ids_as_text):
             places.setdefault(value, []).append((name, row))
     twice = {value: where for value, where in places.items() if len(where) > 1}
     if twice:
         raise DataError(_repeated(location, twice))
-
-
-def _held_by(kept: Iterable[PartFacts], candidates: np.ndarray) -> np.ndarray:
-    """The values of ``candidates`` (sorted, unique) that the ``kept`` parts hold, their hashes searched
-    about ``SEARCH_CHUNK`` at a time."""
-    if len(candidates) == 0:
-        return np.empty(0, np.uint64)
-    found, chunk, size = [], [], 0
-    for part in kept:
-        chunk.append(part.hashes)
-        size += len(part.hashes)
-        if size >= SEARCH_CHUNK:
-            found.append(_found(candidates, chunk))
-            chunk, size = [], 0
-    found.append(_found(candidates, chunk))
-    return np.unique(np.concatenate(found))
-
-
-def _found(candidates: np.ndarray, chunk: list[np.ndarray]) -> np.ndarray:
-    hashes = np.concatenate(chunk) if chunk else np.empty(0, np.uint64)
-    return hashes[found_in(candidates, hashes)]
 
 
 def _repeated(location: Location, twice: Mapping[str, list[tuple[str, int]]]) -> str:
