@@ -189,6 +189,8 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/gpu_session.sh tests": GPU,
     "bash scripts/gpu_session.sh jobs": GPU,
     "bash scripts/gpu_session.sh short": GPU,
+    "python -m benchmarks.plan_bench --files 1000000 --repeats 1 --results /tmp/plan1m.jsonl": Skip(
+        "makes 1,000,000 files and plans them (about 8 minutes); the documented plan_bench command runs at 20 files"),
     "python -m runners.local_job --input /tmp/listing_bench/1000000 --weights random --limit 64 --output /tmp/first-local":
         Skip("needs the listing bench's 1,000,000 files (minutes to make); tests/integration runs image objects on every engine"),
     "python -m runners.ray_job --input /tmp/listing_bench/1000000 --weights random --limit 64 --output /tmp/first-ray":
