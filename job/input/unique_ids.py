@@ -308,11 +308,13 @@ def splitmix64(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def repeated(hashes: np.ndarray) -> tuple[np.ndarray, int]:
+def repeated(hashes: np.ndarray, own: bool = False) -> tuple[np.ndarray, int]:
     """(hash values held more than once, rows too many) of ``hashes``: the ids to confirm by value.
 
-    Sorts a copy; 8 bytes an id.
+    Sorts a copy, 8 bytes an id; ``own``: ``hashes`` is the caller's own copy, sorted in place.
     """
-    ordered = np.sort(hashes)
+    ordered = hashes if own else np.sort(hashes)
+    if own:
+        ordered.sort()
     twice = ordered[1:] == ordered[:-1]
     return np.unique(ordered[1:][twice]), int(twice.sum())

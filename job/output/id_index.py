@@ -15,7 +15,6 @@ again from the parts it names (their id columns, read once), and the run writes 
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -51,7 +50,8 @@ class IdIndex:
         with storage_errors(output.uri_of(path)), output.filesystem.open_input_stream(path) as f:
             data = f.read()
         try:
-            table = pq.read_table(io.BytesIO(data))
+            # Read in place (a Python file object would copy every page read once more: +0.8 GB at 100M ids).
+            table = pq.read_table(pa.BufferReader(data))
         except (pa.ArrowException, OSError) as e:  # a truncated or overwritten index: the table cannot vouch for its parts
             raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); pass "
                            "--overwrite to redo the table") from e

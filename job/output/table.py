@@ -120,17 +120,27 @@ def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], kept_remov
 def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
     """Write the ids index ({input file: its ids' hashes}) in one PUT; returns its name under the output."""
     names = sorted(hashes)
+    sizes = np.fromiter((len(hashes[name]) for name in names), np.int64, len(names))
+    # Sorted where they are not already (the kept files' hashes come sorted from the last index): one copy, not two.
+    values = np.concatenate([_sorted(hashes[name]) for name in names]) if names else np.empty(0, np.uint64)
+    offsets = pa.array(np.concatenate(([0], np.cumsum(sizes))), pa.int32())  # a list column's: 2^31 ids at most
     table = pa.table({"input_file": pa.array(names, pa.string()),
-                      "hashes": pa.array([np.sort(hashes[name]) for name in names], pa.list_(pa.uint64()))},
+                      "hashes": pa.ListArray.from_arrays(offsets, pa.array(values, pa.uint64()))},
                      metadata={INDEX_HASH_KEY: str(ID_HASH_VERSION)})
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    # Hashes are random 64-bit words: no dictionary or codec makes them smaller, and trying costs most of the write
+    # (20,000,000 ids: 1.3 s with Parquet's defaults, 0.28 s without).
+    pq.write_table(table, sink, use_dictionary=False, compression="none")
     name = f"{INDEX_DIR}/{run_id}{INDEX_SUFFIX}"
     with storage_errors(output.uri), output.writer(output.join(name)) as out:
         out.write(sink.getvalue())
     return name
 
 
+def _sorted(hashes: np.ndarray) -> np.ndarray:
+    return hashes if len(hashes) < 2 or bool(np.all(hashes[1:] >= hashes[:-1])) else np.sort(hashes)
+
+
 def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:
     """Hash values held twice, within a file or across files: the ids to confirm by value."""
-    return repeated(np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64))[0]
+    return repeated(np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64), own=True)[0]
