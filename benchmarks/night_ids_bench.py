@@ -2,13 +2,13 @@
 
     python -m benchmarks.night_ids_bench --table-ids 10000000 --new-files 10 [--results FILE.jsonl]
 
-Writes a table's ids index (``job.output.table.write_index``) of ``--table-ids`` synthetic 64-bit
+Writes a table's ids index (``job.output.id_index.write_index``) of ``--table-ids`` synthetic 64-bit
 hashes over ``--table-files`` input files, and ``--new-files`` Parquet files of 1,000 new text ids
 each, under a temporary folder. Then, in a fresh process each time (``--repeats``), does what
 the driver does with them on such a night: read the index once, check the new ids against every
 kept part (``job.output.incremental.check_new_ids``), take the kept parts' hashes (``IdIndex.of``), hold
 the table's ids unique once the new parts are in (``job.output.verify.require_unique``: the final check, the
-new parts' ids being the new files'), and write the next index (``job.output.table.write_index``). Prints the
+new parts' ids being the new files'), and write the next index (``job.output.id_index.write_index``). Prints the
 median seconds (with the final check and the next index's share) and the largest peak memory (the process's
 resident set, as the kernel counts it, and how much of it the night added above the process's own after its imports).
 """
@@ -31,10 +31,9 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import add_results_option, append_result
 from job.input.plan import InputFile, InputPlan
-from job.output.id_index import IdIndex
+from job.output.id_index import IdIndex, write_index
 from job.input.unique_ids import hashes_of
 from job.output.incremental import check_new_ids
-from job.output.table import write_index
 from job.output.verify import PartFacts, require_unique
 from storage import resolve
 
@@ -66,13 +65,14 @@ def night(folder: str) -> dict:
     check_new_ids(plan, new, output, index, kept)
     known = index.of(kept)  # the final check's hashes of the parts kept unread
     checked = time.perf_counter()
-    written = {f"part-{os.path.basename(f.path)}": PartFacts(f.rows, 0, hashes_of(source, [(f.path, f.rows)], "id", True))
-               for f in new}  # the night's parts, as the final check reads them: the new files' ids
-    require_unique(output, {kept[name]: PartFacts(len(h), 0, h) for name, h in known.items()}, written, True)
-    write_index(output, "next", {**known, **{name[len("part-"):]: facts.hashes for name, facts in written.items()}})
-    seconds = time.perf_counter() - started
+    # The night's parts as the final check reads them: the new files' ids.
+    written = {os.path.basename(f.path): hashes_of(source, [(f.path, f.rows)], "id", True) for f in new}
+    table = {**{kept[name]: h for name, h in known.items()}, **{f"part-{name}": h for name, h in written.items()}}
+    require_unique(output, {part: PartFacts(len(h), 0, h) for part, h in table.items()}, True)
+    write_index(output, "next", {**known, **written})
+    ended = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"seconds": seconds, "final_seconds": time.perf_counter() - checked, "peak_mb": (peak - before) / 1024,
+    return {"seconds": ended - started, "final_seconds": ended - checked, "peak_mb": (peak - before) / 1024,
             "peak_rss_mb": peak / 1024, "kept_ids": sum(len(h) for h in known.values())}
 
 

@@ -20,7 +20,8 @@ from job.manifest import MANIFEST, InputFiles, Manifest, copy_manifest, write_ma
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import commit_run
-from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff, write_index
+from job.output.id_index import write_index
+from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff
 from job.output.verify import PartFacts, verify
 from job.prepare import PreparedJob
 from job.timeline import summarize

@@ -251,7 +251,7 @@ def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> s
     return f"{value!r} is at {', '.join(where[:EXAMPLE_PLACES])}{more} ({values} ids repeat, {extra_rows} rows too many)"
 
 
-# The id hash's version, recorded with every ids index (job.output.table.write_index): version 1 added a term for
+# The id hash's version, recorded with every ids index (job.output.id_index.write_index): version 1 added a term for
 # each word of the longest id in the batch, so the same short id hashed differently beside a longer one and a repeat
 # across files could go unseen; an index of another version is remade from its parts (job.output.id_index).
 ID_HASH_VERSION = 2
@@ -313,8 +313,7 @@ def repeated(hashes: np.ndarray, own: bool = False) -> tuple[np.ndarray, int]:
 
     Sorts a copy, 8 bytes an id; ``own``: ``hashes`` is the caller's own copy, sorted in place.
     """
-    ordered = hashes if own else np.sort(hashes)
-    if own:
-        ordered.sort()
+    ordered = hashes if own else hashes.copy()
+    ordered.sort()
     twice = ordered[1:] == ordered[:-1]
     return np.unique(ordered[1:][twice]), int(twice.sum())

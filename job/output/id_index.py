@@ -1,7 +1,7 @@
 """The table's ids index as one run reads it: every kept part's id hashes, read once, searched in place.
 
-``job.output.table.write_index`` writes it (one row per input file: its path relative to
---input, its ids' 64-bit hashes sorted). A run reads it once (``IdIndex.read``) and asks it two
+``write_index`` writes it (one row per input file: its path relative to --input, its ids' 64-bit
+hashes sorted). A run reads it once (``IdIndex.read``) and asks it two
 things: the hashes of some files (the final check's parts kept unread, the files gone that a
 night compares), and which of a night's new hashes the table already holds (``held``). The
 second is a binary search of every table hash among the few new ones, sorted: time linear in
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from job.errors import JobError
 from job.input.unique_ids import ID_HASH_VERSION
-from job.output.table import INDEX_HASH_KEY
+from job.output.table import INDEX_DIR, INDEX_HASH_KEY, INDEX_SUFFIX
 from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
@@ -62,12 +62,30 @@ class IdIndex:
         return cls(table.column("input_file").to_pylist(), offsets - offsets[0], hashes, version)
 
     @classmethod
-    def of_files(cls, hashes: dict[str, np.ndarray]) -> IdIndex:
-        """An index of ``hashes`` ({input file: its ids' hashes}), in this version's hash, each file's sorted."""
+    def of_files(cls, hashes: Mapping[str, np.ndarray]) -> IdIndex:
+        """An index of ``hashes`` ({input file: its ids' hashes}), in this version's hash, each file's sorted.
+
+        Sorted where they are not already (the kept files' hashes come sorted from the last index): one copy, not two.
+        """
         files = sorted(hashes)
-        sizes = np.array([len(hashes[file]) for file in files], dtype=np.int64)
-        flat = np.concatenate([np.sort(hashes[file]) for file in files]) if files else np.empty(0, np.uint64)
-        return cls(files, np.concatenate(([0], np.cumsum(sizes))), flat.astype(np.uint64))
+        sizes = np.fromiter((len(hashes[file]) for file in files), np.int64, len(files))
+        flat = np.concatenate([_sorted(hashes[file]) for file in files]) if files else np.empty(0, np.uint64)
+        return cls(files, np.concatenate(([0], np.cumsum(sizes))), flat.astype(np.uint64, copy=False))
+
+    def write(self, output: Location, run_id: str) -> str:
+        """Write this index under ``output`` in one PUT; returns its name there."""
+        offsets = pa.array(self.offsets, pa.int32())  # a list column's: 2^31 ids at most
+        table = pa.table({"input_file": pa.array(self.files, pa.string()),
+                          "hashes": pa.ListArray.from_arrays(offsets, pa.array(self.hashes, pa.uint64()))},
+                         metadata={INDEX_HASH_KEY: str(self.hash_version)})
+        sink = pa.BufferOutputStream()
+        # Hashes are random 64-bit words: no dictionary or codec makes them smaller, and trying costs most of the write
+        # (20,000,000 ids: 1.3 s with Parquet's defaults, 0.28 s without).
+        pq.write_table(table, sink, use_dictionary=False, compression="none")
+        name = f"{INDEX_DIR}/{run_id}{INDEX_SUFFIX}"
+        with storage_errors(output.uri), output.writer(output.join(name)) as out:
+            out.write(sink.getvalue())
+        return name
 
     def remade(self, output: Location, parts: Mapping[str, str], ids_as_text: bool) -> IdIndex:
         """This index in this version's id hash, from the parts that hold its files (``parts``: input file -> part
@@ -115,3 +133,12 @@ class IdIndex:
 
     def _slice(self, i: int) -> np.ndarray:
         return self.hashes[self.offsets[i]:self.offsets[i + 1]]
+
+
+def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
+    """Write the ids index ({input file: its ids' hashes}) in one PUT; returns its name under the output."""
+    return IdIndex.of_files(hashes).write(output, run_id)
+
+
+def _sorted(hashes: np.ndarray) -> np.ndarray:
+    return hashes if len(hashes) < 2 or bool(np.all(hashes[1:] >= hashes[:-1])) else np.sort(hashes)

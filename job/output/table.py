@@ -18,14 +18,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from job.output.formats import TableState
 from job.input.data_files import FileIdentity, unchanged
-from job.input.unique_ids import ID_HASH_VERSION, repeated
+from job.input.unique_ids import repeated
 from job.input.plan import InputFile, InputPlan
-from storage import Location, storage_errors
 
 INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) per part, in Parquet
 # The index is Parquet of another schema than the table's: its name does not end in .parquet, so readers that
@@ -115,30 +112,6 @@ def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], kept_remov
     replaced = tuple(sorted(name for name, f in planned.items() if name in before and not unchanged(before[name].identity, f.identity)))
     gone = sorted(name for name in before if name not in planned)
     return Delta(added, replaced, tuple(n for n in gone if n not in kept_removed), tuple(n for n in gone if n in kept_removed))
-
-
-def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
-    """Write the ids index ({input file: its ids' hashes}) in one PUT; returns its name under the output."""
-    names = sorted(hashes)
-    sizes = np.fromiter((len(hashes[name]) for name in names), np.int64, len(names))
-    # Sorted where they are not already (the kept files' hashes come sorted from the last index): one copy, not two.
-    values = np.concatenate([_sorted(hashes[name]) for name in names]) if names else np.empty(0, np.uint64)
-    offsets = pa.array(np.concatenate(([0], np.cumsum(sizes))), pa.int32())  # a list column's: 2^31 ids at most
-    table = pa.table({"input_file": pa.array(names, pa.string()),
-                      "hashes": pa.ListArray.from_arrays(offsets, pa.array(values, pa.uint64()))},
-                     metadata={INDEX_HASH_KEY: str(ID_HASH_VERSION)})
-    sink = pa.BufferOutputStream()
-    # Hashes are random 64-bit words: no dictionary or codec makes them smaller, and trying costs most of the write
-    # (20,000,000 ids: 1.3 s with Parquet's defaults, 0.28 s without).
-    pq.write_table(table, sink, use_dictionary=False, compression="none")
-    name = f"{INDEX_DIR}/{run_id}{INDEX_SUFFIX}"
-    with storage_errors(output.uri), output.writer(output.join(name)) as out:
-        out.write(sink.getvalue())
-    return name
-
-
-def _sorted(hashes: np.ndarray) -> np.ndarray:
-    return hashes if len(hashes) < 2 or bool(np.all(hashes[1:] >= hashes[:-1])) else np.sort(hashes)
 
 
 def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:

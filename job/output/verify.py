@@ -61,9 +61,8 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
     _require_exactly(location, table, leaving)
     tables = dict(zip(read, map_in_order(lambda name: _read_part(location, name, read[name]), read,
                                          threads=min(FOOTER_READ_THREADS, len(read)))))
-    made = {name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}
-    require_unique(location, kept, made, ids_as_text)
-    facts = {**kept, **made}
+    facts = {**kept, **{name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}}
+    require_unique(location, facts, ids_as_text)
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
     counts = Counts(rows_in=sum(f.rows for f in table.values()), rows_out=rows_out, predicted=rows_out - errored, errored=errored)
     return Verified(counts, _error_examples(tables.values()), facts)
@@ -109,10 +108,9 @@ def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) ->
     return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, hashes)
 
 
-def require_unique(location: Location, kept: Mapping[str, PartFacts], read: Mapping[str, PartFacts], ids_as_text: bool) -> None:
-    """Refuse an id held twice in the table of the ``kept`` parts and those ``read``: hashes first, then the ids
+def require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_text: bool) -> None:
+    """Refuse an id held twice in the table of these parts (``facts``, by part name): hashes first, then the ids
     themselves in the parts that hold a repeat."""
-    facts = {**kept, **read}
     repeated = repeated_hashes({name: f.hashes for name, f in facts.items()})
     if len(repeated) == 0:
         return

@@ -5,8 +5,7 @@ import pytest
 
 from job.errors import JobError
 from job.output import id_index
-from job.output.id_index import IdIndex
-from job.output.table import write_index
+from job.output.id_index import IdIndex, write_index
 from storage import resolve
 
 

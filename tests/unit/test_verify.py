@@ -28,7 +28,7 @@ def kept_table(root, files: int, ids_each: int) -> dict[str, PartFacts]:
 def test_new_ids_against_the_kept_parts_pass_when_all_differ(tmp_path):
     kept = kept_table(tmp_path, 4, 5)
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", "new-1"])}
-    require_unique(resolve(str(tmp_path)), kept, read, True)
+    require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
 
 
 @pytest.mark.parametrize("holder", [0, 3])  # the first kept part and the last
@@ -37,14 +37,14 @@ def test_a_new_id_a_kept_part_holds_is_named_with_both_parts(tmp_path, holder):
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", f"old-{holder}-3"])}
     with pytest.raises(DataError, match=rf"output repeats ids: 'old-{holder}-3' is at \S*/kept-{holder}\.parquet row 3, "
                                         r"\S*/new\.parquet row 1 \(1 ids"):
-        require_unique(resolve(str(tmp_path)), kept, read, True)
+        require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
 
 
 def test_an_id_repeated_among_the_new_parts_is_named(tmp_path):
     kept = kept_table(tmp_path, 2, 3)
     read = {"a.parquet": part(tmp_path, "a.parquet", ["x", "y"]), "b.parquet": part(tmp_path, "b.parquet", ["z", "y"])}
     with pytest.raises(DataError, match=r"output repeats ids: 'y' is at \S*/a\.parquet row 1, \S*/b\.parquet row 1 \(1 ids"):
-        require_unique(resolve(str(tmp_path)), kept, read, True)
+        require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
 
 
 def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
@@ -53,4 +53,4 @@ def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
     kept = kept_table(tmp_path, 1, 3)
     colliding = np.concatenate([kept["kept-0.parquet"].hashes, read["new.parquet"].hashes])
     kept["kept-0.parquet"] = PartFacts(3, 0, colliding)
-    require_unique(resolve(str(tmp_path)), kept, read, True)
+    require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
