@@ -114,10 +114,12 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
     try:
         with following(spec.rows_done):
             stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
-    except PythonException as e:
-        raise storage_error_of(e) or e
-    finally:
-        spec.release()
+    except BaseException as e:
+        spec.release(finished=False)
+        if isinstance(e, PythonException):
+            raise storage_error_of(e) or e
+        raise
+    spec.release()
     failed = [r.error for r in stats if r.error is not None]
     if failed:  # the tasks reported it instead of failing, so Spark did not retry it (runners.spark.udfs.write_parts)
         raise DataError(failed[0])

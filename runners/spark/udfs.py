@@ -78,9 +78,19 @@ class TaskSpec:
         files: tuple[InputFile, ...] = self.files.value  # loaded once per Python worker, then kept with the broadcast
         return replace(self.job.pending, files=files)
 
-    def release(self) -> None:
-        """Free the files' broadcast on the executors and the driver (a notebook's session outlives the job)."""
-        self.files.destroy()
+    def release(self, finished: bool = True) -> None:
+        """Free the files' broadcast (a notebook's session outlives the job): on the executors and the driver once
+        the stage ``finished``; else on the executors only.
+
+        A stage that did not finish (Ctrl-C, a failed task) may still be in Spark's scheduler, serializing
+        tasks that ship the broadcast: destroying it under them is Spark's ``INTERNAL_ERROR_BROADCAST``, logged
+        as an ERROR with its stack. Unpersisted, it stays valid; its driver copy goes with the spec (Spark's
+        ContextCleaner, when nothing refers to it).
+        """
+        if finished:
+            self.files.destroy()
+        else:
+            self.files.unpersist()
 
 
 def task_gpu_ids() -> list[int] | None:

@@ -12,6 +12,7 @@ from storage import resolve
 from job import progress
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
+from runners.spark.udfs import TaskSpec
 from tests.common.spark import FailFirstAttemptOfPartition1, local_spark
 
 
@@ -114,3 +115,17 @@ def test_tasks_default_to_a_few_per_core_never_more_than_the_files():
     assert spark_job.default_partitions(files=80, cores=2) == 3 * 2  # one task a file spent 20 of 50 CPU s on tasks
     assert spark_job.default_partitions(files=4, cores=2) == 4  # a file is the unit of work: no task without one
     assert spark_job.default_partitions(files=0, cores=2) == 1 and spark_job.default_partitions(files=9, cores=0) == 3
+
+
+def test_an_unfinished_stage_keeps_its_files_broadcast_valid_a_finished_one_frees_it(spark):
+    """Ctrl-C leaves the stage in Spark's scheduler, which may still ship the files' broadcast to new tasks: the
+    release after it only unpersists (a destroyed one is Spark's INTERNAL_ERROR_BROADCAST, logged as an ERROR)."""
+    context = spark.sparkContext
+    spec = TaskSpec(job=None, files=context.broadcast(("a.parquet", "b.parquet")), prefetch=0)
+    files = spec.files
+
+    spec.release(finished=False)
+    assert context.parallelize([0, 1], 2).map(lambda i: files.value[i]).collect() == ["a.parquet", "b.parquet"]
+    spec.release()
+    with pytest.raises(Exception, match="after it was destroyed"):
+        context.parallelize([0], 1).map(lambda i: files.value[i]).collect()
