@@ -2,15 +2,15 @@
 
     python -m benchmarks.night_ids_bench --table-ids 10000000 --new-files 10 [--results FILE.jsonl]
 
-Writes a table's ids index (``job.output.id_index.write_index``) of ``--table-ids`` synthetic 64-bit
-hashes over ``--table-files`` input files, and ``--new-files`` Parquet files of 1,000 new text ids
+Writes a table's ids index (``job.output.id_index.write_index``: one segment) of ``--table-ids`` synthetic
+64-bit hashes over ``--table-files`` input files, and ``--new-files`` Parquet files of 1,000 new text ids
 each, under a temporary folder. Then, in a fresh process each time (``--repeats``), does what
-the driver does with them on such a night: read the index once, check the new ids against every
-kept part (``job.output.incremental.check_new_ids``), take the kept parts' hashes (``IdIndex.of``), hold
-the table's ids unique once the new parts are in (``job.output.verify.require_unique``: the final check, the
-new parts' ids being the new files'), and write the next index (``job.output.id_index.write_index``). Prints the
-median seconds (with the final check and the next index's share) and the largest peak memory (the process's
-resident set, as the kernel counts it, and how much of it the night added above the process's own after its imports).
+the driver does with them on such a night: read the index's footers, check the new ids against every
+kept part (``job.output.incremental.check_new_ids``), hold the table's ids unique once the new parts are in
+(``job.output.verify.require_unique``: the final check, the new parts' ids being the new files', asked of the
+index for the kept parts), and write the index's next segment (``IdIndex.extended``). Prints the median seconds
+(with the final check and the next segment's share) and the largest peak memory (the process's resident set, as
+the kernel counts it, and how much of it the night added above the process's own after its imports).
 """
 
 from __future__ import annotations
@@ -63,17 +63,16 @@ def night(folder: str) -> dict:
     index = IdIndex.read(output, INDEX)
     kept = {name: f"part-{name}" for name in index.files}
     check_new_ids(plan, new, output, index, kept)
-    known = index.of(kept)  # the final check's hashes of the parts kept unread
     checked = time.perf_counter()
     # The night's parts as the final check reads them: the new files' ids.
     written = {os.path.basename(f.path): hashes_of(source, [(f.path, f.rows)], "id", True) for f in new}
-    table = {**{kept[name]: h for name, h in known.items()}, **{f"part-{name}": h for name, h in written.items()}}
-    require_unique(output, {part: PartFacts(len(h), 0, h) for part, h in table.items()}, True)
-    write_index(output, "next", {**known, **written})
+    parts = {f"part-{name}": PartFacts(len(h), 0, h) for name, h in written.items()}
+    require_unique(output, parts, True, lambda hashes: {kept[f]: h for f, h in index.held(hashes, kept).items()})
+    index.extended("next", [*kept, *written], written)
     ended = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"seconds": ended - started, "final_seconds": ended - checked, "peak_mb": (peak - before) / 1024,
-            "peak_rss_mb": peak / 1024, "kept_ids": sum(len(h) for h in known.values())}
+            "peak_rss_mb": peak / 1024, "kept_ids": sum(segment.rows for segment in index.segments)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -107,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
            "peak_mb": round(max(r["peak_mb"] for r in runs), 1),
            "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1)}
     print(f"{args.table_ids} table ids, {row['new_ids']} new: median {row['median_seconds']} s "
-          f"({row['median_final_seconds']} s the final check and the next index), "
+          f"({row['median_final_seconds']} s the final check and the next segment), "
           f"peak {row['peak_rss_mb']} MB, +{row['peak_mb']} MB over the process's own after its imports")
     append_result(args.results, row)
     return row

@@ -1,11 +1,12 @@
 """The driver's last step: verify the table, commit it (Delta, Iceberg), write its ids index and manifest, then tidy up.
 
 The order is what readers see: every part is already committed, each whole; then the index of
-the table's ids (``_index/<run id>.ids``, a new name), then, with ``--table-format delta`` or ``iceberg``,
+the table's ids (its new segment ``_index/<run id>.ids``, a new name, beside the earlier ones it names), then, with ``--table-format delta`` or ``iceberg``,
 the table's one commit of the run (``job.output.commit``), then ``_SUCCESS.json`` (one PUT: the
 table readers trust, with its snapshot), a copy of it in ``_history/<run id>.json``, and only then
-are the parts of input files that are gone deleted, and older indexes with them. A run killed
-anywhere before the manifest leaves the previous manifest naming an index that still exists.
+are the parts of input files that are gone deleted, and the index's segments it no longer names
+with them. A run killed anywhere before the manifest leaves the previous manifest naming an index
+that still exists.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from job.manifest import MANIFEST, InputFiles, Manifest, copy_manifest, write_ma
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import commit_run
-from job.output.id_index import write_index
+from job.output.id_index import IdIndex, index_files
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff
-from job.output.verify import PartFacts, verify
+from job.output.verify import KeptHolding, PartFacts, verify
 from job.prepare import PreparedJob
 from job.timeline import summarize
 from storage import Location, storage_errors
@@ -37,10 +38,14 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     table = {job.parts.name(f): f for f in plan.files} | {e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}
     unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
     leaving = [*night.removed, *(snapshot.retired if snapshot is not None else ())]
-    verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
-                      _known_facts(prepared, by_part, kept_removed, unread), plan.ids_as_text, leaving)
     relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
-    index = write_index(output, job.run_id, {relpath[part]: facts.hashes for part, facts in verified.facts.items()})
+    previous = _previous_index(prepared, unread)
+    verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
+                      _known_facts(prepared, by_part, kept_removed, unread), plan.ids_as_text, leaving,
+                      _holding(previous, {relpath[part]: part for part in unread}))
+    segments = previous.extended(job.run_id, relpath.values(),
+                                 {relpath[part]: f.hashes for part, f in verified.facts.items() if f.hashes is not None})
+    index = segments[-1]
     prepared.lease.check()  # the table is committed only by the run that holds the output
     committed = commit_run(output, config, snapshot, {part: facts.rows for part, facts in verified.facts.items()},
                            night.removed, job.parts.schema, job.run_id)
@@ -64,7 +69,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     prepared.lease.check()  # the manifest is written only by the run that holds the output
     write_manifest(output, manifest)
     copy_manifest(output, f"{HISTORY_DIR}/{job.run_id}.json")
-    _tidy(output, committed.delete, index)
+    _tidy(output, committed.delete, segments)
     return manifest
 
 
@@ -75,16 +80,27 @@ def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
             job.parts.write(file, job.parts.schema.empty_table())
 
 
-def _known_facts(prepared: PreparedJob, by_part: dict[str, str], kept_removed: dict[str, TableFile],
-                 unread: set[str]) -> dict[str, PartFacts]:
-    """What the table already knows of the parts kept unread: rows and errors from the snapshot, ids from the index."""
+def _previous_index(prepared: PreparedJob, unread: set[str]) -> IdIndex:
+    """The index the run's parts kept unread are in (the snapshot's), which its segment extends; with none kept
+    unread, none: the run's segment is the whole index."""
     if not unread:
-        return {}
+        return IdIndex(prepared.output)
     snapshot = prepared.night.snapshot
     assert snapshot is not None and snapshot.index is not None, "parts are kept unread only against a snapshot"
+    return prepared.id_index(snapshot.index)
+
+
+def _holding(index: IdIndex, kept: dict[str, str]) -> KeptHolding:
+    """The final check's question to the index (``kept``: input file -> its part kept unread), answered by part."""
+    return lambda hashes: {kept[file]: held for file, held in index.held(hashes, kept).items()}
+
+
+def _known_facts(prepared: PreparedJob, by_part: dict[str, str], kept_removed: dict[str, TableFile],
+                 unread: set[str]) -> dict[str, PartFacts]:
+    """What the table already knows of the parts kept unread: rows and errors from the snapshot (ids: in the index)."""
+    snapshot = prepared.night.snapshot
     names = {name: part for name, part in (by_part | {n: e.part for n, e in kept_removed.items()}).items() if part in unread}
-    hashes = prepared.id_index(snapshot.index).of(names)
-    return {part: PartFacts(snapshot.files[name].rows, snapshot.files[name].errored, hashes[name]) for name, part in names.items()}
+    return {part: PartFacts(snapshot.files[name].rows, snapshot.files[name].errored, None) for name, part in names.items()}
 
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
@@ -93,13 +109,14 @@ def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: Tabl
     return TableFile(part, file.identity, facts.rows, facts.errored)
 
 
-def _tidy(output: Location, removed_parts: tuple[str, ...], index: str) -> None:
-    """After the manifest: delete the parts of input files gone, older indexes and temporaries."""
+def _tidy(output: Location, removed_parts: tuple[str, ...], segments: list[str]) -> None:
+    """After the manifest: delete the parts of input files gone, the index's segments it no longer names, temporaries."""
+    named = {posixpath.basename(name) for name in index_files(segments)}
     with storage_errors(output.uri):
         for name in removed_parts:
             output.filesystem.delete_file(output.join(name))
         infos = output.filesystem.get_file_info(pafs.FileSelector(output.join(INDEX_DIR), allow_not_found=True))
         for info in infos:
-            if info.type == pafs.FileType.File and posixpath.basename(info.path) != posixpath.basename(index):
+            if info.type == pafs.FileType.File and posixpath.basename(info.path) not in named:
                 output.filesystem.delete_file(info.path)
     prefix.clear_staging(output)

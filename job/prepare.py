@@ -74,7 +74,7 @@ class PreparedJob:
             index = IdIndex.read(self.output, name)
             if index.hash_version != ID_HASH_VERSION:  # written before the hash's fix; the index is the previous table's
                 parts = {file: entry.part for file, entry in self.previous.files.items()}
-                index = index.remade(self.output, parts, self.previous.columns["ids_as_text"])
+                index = index.remade(parts, self.previous.columns["ids_as_text"])
             self.indexes[name] = index
         return self.indexes[name]
 
@@ -133,7 +133,7 @@ def _moved(job: PreparedJob, held: prefix.Held, gone: dict, running: list[str]) 
     if held.snapshot is None or held.snapshot.index is None:
         return set()
     new = [job.planned[name] for name in running if job.planned[name].rows]
-    return moved_files(job.plan, new, job.id_index(held.snapshot.index), {name: e.part for name, e in gone.items()})
+    return moved_files(job.plan, new, job.id_index(held.snapshot.index), {name: e.rows for name, e in gone.items()})
 
 
 def _act_on(job: PreparedJob, held: prefix.Held) -> None:

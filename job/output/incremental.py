@@ -20,16 +20,17 @@ from job.output.verify import ids_hashed_to
 from storage import Location
 
 
-def moved_files(plan: InputPlan, new: list[InputFile], index: IdIndex, gone: Mapping[str, str]) -> set[str]:
-    """Of the input files gone (``gone``: path relative to --input -> its kept part), those whose every id the new files hold.
+def moved_files(plan: InputPlan, new: list[InputFile], index: IdIndex, gone: Mapping[str, int]) -> set[str]:
+    """Of the input files gone (``gone``: path relative to --input -> its rows), those whose every id the new files hold.
 
     A file renamed between nights reappears whole under its new name; --keep-removed must not keep
-    its old part beside the new one. Compared by the ids' hashes in the table's index.
+    its old part beside the new one. Compared by the ids' hashes in the table's index: a gone file
+    holding as many of the new hashes as it has rows (its ids, unique in the table) holds only those.
     """
     if plan.id_column is None or not new or not gone:
         return set()
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
-    return {name for name, hashes in index.of(gone).items() if len(hashes) and np.isin(hashes, fresh).all()}
+    return {name for name, hashes in index.held(fresh, gone).items() if 0 < gone[name] == len(hashes)}
 
 
 def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: IdIndex, kept: Mapping[str, str]) -> None:

@@ -5,15 +5,17 @@ run made (or, for a full run, every part: one whole GET each, the ``id`` and ``e
 about 100 bytes a row), and holds each to its input file: as many rows, and the same ids (their
 digest, ``job.input.unique_ids.ids_digest``, against the one the id check read from the input; not
 known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
-with their rows and id hashes from the table's index (``job.output.table``). Ids are then held unique
-across the whole table by their 64-bit hashes, and a repeated hash is confirmed by value in the
-parts that hold it, so the ``DataError`` (exit 3) names a real id, its parts and rows, and a
-collision never fails a run.
+with their rows from the table's snapshot (``job.output.table``). Ids are then held unique across
+the table by their 64-bit hashes: the parts read among themselves, and against the parts kept
+unread through the table's ids index (``job.output.id_index``: which of these hashes they hold,
+read where asked; the kept parts were held unique among themselves by the runs that wrote them).
+A repeated hash is confirmed by value in the parts that hold it, so the ``DataError`` (exit 3) names
+a real id, its parts and rows, and a collision never fails a run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,29 +42,36 @@ NO_MANIFEST = "no manifest was written"
 class PartFacts:
     rows: int
     errored: int
-    hashes: np.ndarray  # its ids' hashes (job.input.unique_ids.id_hashes), hashed as the input's ids are
+    # Its ids' hashes (job.input.unique_ids.id_hashes), hashed as the input's ids are; None: kept unread, in the index.
+    hashes: np.ndarray | None
+
+
+# Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.id_index.IdIndex.held).
+KeptHolding = Callable[[np.ndarray], Mapping[str, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class Verified:
     counts: Counts
     examples: list[dict]  # a few error rows of the parts read
-    facts: dict[str, PartFacts]  # every part of the table, by name: the next index
+    facts: dict[str, PartFacts]  # every part of the table, by name (the read ones' hashes: the index's next segment)
 
 
 def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str, InputFile], kept: Mapping[str, PartFacts],
-           ids_as_text: bool, leaving: Collection[str] = ()) -> Verified:
+           ids_as_text: bool, leaving: Collection[str] = (), kept_holding: KeptHolding | None = None) -> Verified:
     """Hold the table's parts (``table``: part name -> input file) to their input, then to each other.
 
-    ``read``: the parts to read and check; ``kept``: the facts of the others, from the index;
+    ``read``: the parts to read and check; ``kept``: the facts of the others, from the snapshot;
+    ``kept_holding``: which of some hashes the kept parts hold (needed when ``kept`` is not empty);
     ``leaving``: parts of input files gone, deleted once the manifest is written.
     Raises RuntimeError (no manifest is written) naming what is wrong.
     """
     _require_exactly(location, table, leaving)
     tables = dict(zip(read, map_in_order(lambda name: _read_part(location, name, read[name]), read,
                                          threads=min(FOOTER_READ_THREADS, len(read)))))
-    facts = {**kept, **{name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}}
-    require_unique(location, facts, ids_as_text)
+    facts = {name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}
+    require_unique(location, facts, ids_as_text, kept_holding if kept else None)
+    facts = {**kept, **facts}
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
     counts = Counts(rows_in=sum(f.rows for f in table.values()), rows_out=rows_out, predicted=rows_out - errored, errored=errored)
     return Verified(counts, _error_examples(tables.values()), facts)
@@ -108,14 +117,22 @@ def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) ->
     return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, hashes)
 
 
-def require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_text: bool) -> None:
-    """Refuse an id held twice in the table of these parts (``facts``, by part name): hashes first, then the ids
-    themselves in the parts that hold a repeat."""
-    repeated = repeated_hashes({name: f.hashes for name, f in facts.items()})
+def require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_text: bool,
+                   kept_holding: KeptHolding | None = None) -> None:
+    """Refuse an id held twice in the table of these parts (``facts``, by part name) and the parts kept unread
+    (``kept_holding``: which of some hashes they hold): hashes first, then the ids themselves in the parts that hold
+    a repeat."""
+    hashes = {name: f.hashes for name, f in facts.items()}
+    repeated = repeated_hashes(hashes)
+    held = dict(kept_holding(np.concatenate(list(hashes.values())))) if kept_holding is not None and hashes else {}
+    if held:
+        repeated = np.union1d(repeated, np.concatenate(list(held.values())))
     if len(repeated) == 0:
         return
     places: dict[str, list[tuple[str, int]]] = {}
-    for name in (name for name, f in facts.items() if np.isin(f.hashes, repeated).any()):
+    # The table's parts before the run's: a repeat names the part that held the id first.
+    holders = [name for name in held if name not in hashes] + [name for name, h in hashes.items() if np.isin(h, repeated).any()]
+    for name in holders:
         for row, value in ids_hashed_to(location, name, repeated, ids_as_text):
             places.setdefault(value, []).append((name, row))
     twice = {value: where for value, where in places.items() if len(where) > 1}

@@ -20,7 +20,7 @@ from job.cli import run_main
 from job.engine import Engine
 from storage import resolve
 from tests.common.contract import read_output
-from tests.integration.checks_scenarios import job_args, refused
+from tests.integration.checks_scenarios import files_under, job_args, refused
 from tests.integration.incremental_scenarios import ROWS_PER_FILE, Main, by_id, delete, write_night
 
 
@@ -83,9 +83,9 @@ def a_stopped_night_is_finished_by_resume(main: Main, root: str, endpoint: str |
     write_night(source, endpoint, 0, 2)
     first = main(job_args(source, out, endpoint, "--incremental", *engine_args))
     write_night(source, endpoint, 2, 2)
-    saved = {name: read_bytes(out, endpoint, name) for name in ("_SUCCESS.json", first["table"]["index"])}
+    saved = {name: read_bytes(out, endpoint, name) for name in ["_SUCCESS.json", *index_of(out, endpoint)]}
     stopped = main(job_args(source, out, endpoint, "--incremental", *engine_args))
-    for name in ("_SUCCESS.json", stopped["table"]["index"], f"_history/{stopped['run_id']}.json"):
+    for name in ["_SUCCESS.json", *index_of(out, endpoint), f"_history/{stopped['run_id']}.json"]:
         delete_output_file(out, endpoint, name)  # as if the night had died before its index and manifest...
     for name, data in saved.items():
         write_bytes(out, endpoint, name, data)
@@ -174,3 +174,8 @@ def a_renamed_file_under_keep_removed(main: Main, root: str, endpoint: str | Non
     rows, _ = read_output(out, endpoint)
     assert len(rows) == len({r["id"] for r in rows}) == 3 * ROWS_PER_FILE
     assert main(args)["run_id"] == night["run_id"]  # and the next night has nothing to do
+
+
+def index_of(out: str, endpoint: str | None) -> list[str]:
+    """The files of the table's ids index under ``out`` (its segments and their filters)."""
+    return [name for name in files_under(out, endpoint) if name.startswith("_index/")]

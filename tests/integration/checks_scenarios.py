@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.cli import run_main
+from job.output.id_index import index_files
 from job.lease.lease import LEASE_NAME, LeaseOwner, LeaseRecord
 from job.sample.synthetic import synthetic_rows, write_dataset
 from storage import Location, resolve
@@ -141,7 +142,7 @@ def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: st
     assert f"run {manifest['run_id']} on " in line  # the holder named is the run that wrote the output
     assert_output_contract(rows, manifest, ids, bad={})  # every id once: no part written twice
     index, history = manifest["table"]["index"], f"_history/{manifest['run_id']}.json"
-    assert sorted(files_under(f"{root}/out", endpoint)) == sorted([*manifest["files"], "_SUCCESS.json", index, history])
+    assert sorted(files_under(f"{root}/out", endpoint)) == sorted([*manifest["files"], "_SUCCESS.json", *index_files([index]), history])
 
 
 def wait_for_lease(job: subprocess.Popen, output_uri: str, endpoint: str | None) -> None:

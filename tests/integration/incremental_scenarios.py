@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from job.output.id_index import IdIndex, index_files
 from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import read_output
@@ -68,7 +69,8 @@ def nightly_runs_equal_a_fresh_full_run(main: Main, root: str, endpoint: str | N
     fresh = main(job_args(source, f"{root}/fresh", endpoint, *engine_args))
     assert by_id(rows) == by_id(read_output(f"{root}/fresh", endpoint)[0]) and fresh["counts"] == night["counts"]
     history = [f for f in files_under(out, endpoint) if f.startswith("_history/")]
-    assert len(history) == 2 and len([f for f in files_under(out, endpoint) if f.startswith("_index/")]) == 1
+    segments = [segment.name for segment in IdIndex.read(resolve(out, endpoint), night["table"]["index"]).segments]
+    assert len(history) == 2 and {f for f in files_under(out, endpoint) if f.startswith("_index/")} == index_files(segments)
 
 
 def manifest_of(uri: str, endpoint: str | None) -> dict:

@@ -54,3 +54,22 @@ def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
     colliding = np.concatenate([kept["kept-0.parquet"].hashes, read["new.parquet"].hashes])
     kept["kept-0.parquet"] = PartFacts(3, 0, colliding)
     require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_the_kept_parts_are_asked_through_the_index_not_read(tmp_path, repeat):
+    """Parts kept unread come without hashes: the index says which of the new ones they hold, and only those parts
+    are read, to confirm by value."""
+    from job.output.id_index import IdIndex, write_index
+
+    output = resolve(str(tmp_path))
+    kept = kept_table(tmp_path, 3, 4)
+    index = IdIndex.read(output, write_index(output, "run-1", {name: f.hashes for name, f in kept.items()}))
+    read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", "old-2-1" if repeat else "new-1"])}
+    (tmp_path / "kept-0.parquet").unlink()  # a part the index rules out is never opened
+    holding = lambda hashes: index.held(hashes, list(kept))  # noqa: E731
+    if not repeat:
+        require_unique(output, read, True, holding)
+        return
+    with pytest.raises(DataError, match=r"output repeats ids: 'old-2-1' is at \S*/kept-2\.parquet row 1, \S*/new\.parquet row 1"):
+        require_unique(output, read, True, holding)
