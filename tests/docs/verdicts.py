@@ -141,6 +141,8 @@ RUNS: dict[str, Run] = {
         expect="20000 table ids, 2000 new"),
     "python -m benchmarks.job_bench --engine spark --images 200 --rows-per-file 1 --size 64x48 --resize 40 --crop 32": Run(
         small={"--images 200": "--images 4"}, expect="spark: 4 images", slow=True),
+    "python -m runners.make_dataset --output /tmp/pib/jpeg-20480 --images 20480 --size 256x256 --format jpeg": Run(
+        small={"--images 20480": "--images 4"}),
     "python -m benchmarks.id_check_bench --ids 5000000 --files 50": Run(small={"--ids 5000000 --files 50": "--ids 20000 --files 4"}),
     "python -m benchmarks.memory_bench --engine ray --images 128 --address local": Run(small={"--images 128": "--images 8"}, slow=True),
     "python -m benchmarks.memory_bench --engine spark --images 128 --master \"local[2,2]\"": Run(small={"--images 128": "--images 8"},
