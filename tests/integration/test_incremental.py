@@ -111,3 +111,36 @@ def test_a_glob_of_parquet_files_under_the_table_finds_its_parts_alone(tmp_path)
     found = sorted(glob.glob(f"{out}/**/*.parquet", recursive=True))
     assert [p.removeprefix(out + "/") for p in found] == sorted(night["files"])
     assert pq.read_table(found).num_rows == night["counts"]["rows_out"]
+
+
+def test_a_table_whose_index_has_the_earlier_layout_goes_on_and_its_next_index_is_in_segments(tmp_path, capsys):
+    """A table written before the index had segments (one Parquet row per file: input_file, hashes): its next night
+    reads that index whole, refuses an id a kept part holds, then writes the index as one segment and its filter."""
+    import numpy as np
+    import pyarrow as pa
+
+    from job.output.id_index import IdIndex, index_files
+
+    source, out = str(tmp_path / "in"), str(tmp_path / "out")
+    write_night(source, None, 0, 2)
+    first = main(job_args(source, out, None, "--incremental"))
+    index = IdIndex.read(resolve(out), first["table"]["index"])
+    held = index.held(np.concatenate([s.whole(index.output)[0] for s in index.segments]), index.files)
+    old = pa.table({"input_file": list(held), "hashes": pa.array(list(held.values()), pa.list_(pa.uint64()))},
+                   metadata={"id_hash": str(index.hash_version)})
+    for name in index_files([first["table"]["index"]]):
+        (tmp_path / "out" / name).unlink()
+    pq.write_table(old, str(tmp_path / "out" / first["table"]["index"]))
+
+    write_night(source, None, 2, 1, prefix="repeat")
+    table = pq.read_table(f"{source}/part-00002.parquet")
+    pq.write_table(table.set_column(0, "id", [["img-00004", *table.column("id").to_pylist()[1:]]]), f"{source}/part-00002.parquet")
+    line = refused(local_job.main, [*job_args(source, out, None, "--incremental"), *LOCAL], capsys)
+    assert "id 'img-00004' of " in line and "is already in the table" in line  # held by part-00001, in the old index
+
+    write_night(source, None, 2, 1, prefix="new")
+    night = main(job_args(source, out, None, "--incremental"))
+    assert night["table"]["delta"]["added"] == ["part-00002.parquet"] and night["counts"]["rows_out"] == 3 * ROWS_PER_FILE
+    assert {f for f in files_under(out, None) if f.startswith("_index/")} == index_files([night["table"]["index"]])
+    again = IdIndex.read(resolve(out), night["table"]["index"])
+    assert len(again.segments) == 1 and again.files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]

@@ -7,7 +7,7 @@ import pytest
 
 from job.errors import JobError
 from job.input.unique_ids import ID_HASH_VERSION, id_hashes
-from job.output import bloom, id_index
+from job.output import bloom, id_segment
 from job.output.id_index import IdIndex, index_files, write_index
 from storage import resolve
 
@@ -24,9 +24,9 @@ def _index(tmp_path) -> tuple[IdIndex, dict[str, np.ndarray]]:
     return IdIndex.read(output, write_index(output, "run-1", hashes)), hashes
 
 
-@pytest.mark.parametrize("rows_per_group", [7, id_index.ROWS_PER_GROUP])  # many row groups, each read only if asked
+@pytest.mark.parametrize("rows_per_group", [7, id_segment.ROWS_PER_GROUP])  # many row groups, each read only if asked
 def test_held_finds_the_new_hashes_only_in_the_files_asked(tmp_path, monkeypatch, rows_per_group):
-    monkeypatch.setattr(id_index, "ROWS_PER_GROUP", rows_per_group)
+    monkeypatch.setattr(id_segment, "ROWS_PER_GROUP", rows_per_group)
     index, hashes = _index(tmp_path)
     in_a, in_c = hashes["a.parquet"][[5, 999]], hashes["b/c.parquet"][[0, 17, 2499]]
     fresh = np.concatenate([in_a, in_c, in_c[:1], np.array([1, 2, 3], np.uint64)])  # a repeat, and hashes nobody holds
