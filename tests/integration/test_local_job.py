@@ -83,6 +83,21 @@ def test_more_workers_than_files_start_only_one_per_file(tmp_path):
     assert manifest["settings"]["local"]["workers"] == 1 and manifest["counts"]["rows_out"] == 3
 
 
+def test_without_workers_asked_a_small_input_runs_in_the_main_process_a_large_one_in_workers(tmp_path, monkeypatch):
+    """A worker's start-up (a fresh interpreter's imports) is worth it only for an input of many rows."""
+    from job.input.plan import InputFile, InputPlan
+
+    write_mixed(str(tmp_path / "in"))  # 26 rows in 3 files
+    manifest = run("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+    assert manifest["settings"]["local"]["workers"] == 0 and manifest["counts"]["rows_out"] == 26
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    files = lambda rows: InputPlan(resolve(str(tmp_path)), tuple(InputFile(f"f{i}", rows) for i in range(3)), "id", "image",
+                                    shape_columns=False)  # noqa: E731
+    assert local_job.workers_for(files(local_job.WORKERS_FROM_ROWS // 3), None) == 0
+    assert local_job.workers_for(files(local_job.WORKERS_FROM_ROWS), None) == 3  # 7 CPUs' worth, one a file
+    assert local_job.workers_for(files(10), 2) == 2 and local_job.workers_for(files(10_000), 0) == 0  # as asked
+
+
 def test_negative_workers_is_one_line_before_any_work(capsys):
     with pytest.raises(SystemExit) as stopped:
         run_main(local_job.main, ["--workers", "-1"])
