@@ -115,6 +115,8 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
         with following(spec.rows_done):
             stats = build(files_frame(spark, job, partitions), spec, args.udf).collect()
     except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            session.interrupted()  # before anything else reaches the JVM: what it logs now is about the interrupt
         spec.release(finished=False)
         if isinstance(e, PythonException):
             raise storage_error_of(e) or e

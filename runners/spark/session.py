@@ -138,11 +138,18 @@ class SparkSessionFor:
 
     def __exit__(self, *exc: object) -> None:
         if self.owned and self.session is not None:
-            if isinstance(exc[1], KeyboardInterrupt) and not self.verbose:
-                self.session.sparkContext.setLogLevel("OFF")  # the executors' lines about workers Ctrl-C ended
+            if isinstance(exc[1], KeyboardInterrupt):
+                self.interrupted()
             self.session.stop()
         if self.quiet_interrupt is not None:
             self.quiet_interrupt.__exit__(*exc)
+
+    def interrupted(self) -> None:
+        """Ctrl-C: the JVM's log off from now (its executors' lines about the Python workers Ctrl-C ended, its
+        scheduler's about the stage it was still submitting), on a session this job started, unless --verbose.
+        Called as soon as the run sees the interrupt, and again on exit."""
+        if self.owned and self.session is not None and not self.verbose:
+            self.session.sparkContext.setLogLevel("OFF")
 
     def devices(self) -> Devices:
         """What each task's model runs on (``session_devices``)."""
