@@ -72,11 +72,11 @@ class IdIndex:
         """{input file of ``among``: the hashes of ``fresh`` it holds}, only files holding one, sorted by file."""
         candidates = np.unique(fresh)
         wanted = set(among)
-        newest = self._newest()
+        newest = _newest(self.segments)
         found: dict[str, list[np.ndarray]] = {}
         for number, segment in enumerate(self.segments):
             live = np.fromiter((f in wanted and newest[f] == number for f in segment.files), bool, len(segment.files))
-            if len(candidates) == 0 or not live.any():
+            if len(candidates) == 0 or segment.rows == 0 or not live.any():
                 continue
             if segment.loaded is None and segment.name not in self.filters:
                 self.filters[segment.name] = segment.filter(self.output)
@@ -122,11 +122,6 @@ class IdIndex:
         found = map_in_order(hashes_of, known, threads=min(PART_READ_THREADS, max(1, len(known))))
         return IdIndex.of_files(output, {file: hashes for file, hashes in found if hashes is not None})
 
-    def _newest(self) -> dict[str, int]:
-        """Each file's newest segment (by number): the one whose rows are the file's ids."""
-        return {file: number for number, segment in enumerate(self.segments) for file in segment.files}
-
-
 def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
     """Write an index of ``hashes`` ({input file: its ids' hashes}) alone; returns its name under the output."""
     return IdIndex(output).extended(run_id, hashes, hashes)[-1]
@@ -139,7 +134,7 @@ def index_files(segments: Iterable[str]) -> set[str]:
 
 def _merged(output: Location, segments: list[Segment], table: set[str]) -> Segment:
     """One segment of these (oldest first), each file's rows from the newest listing it, files not in ``table`` dropped."""
-    newest = {file: number for number, segment in enumerate(segments) for file in segment.files}
+    newest = _newest(segments)
     files = tuple(sorted(file for file in newest if file in table))
     if len(segments) == 1 and segments[0].loaded is not None and files == segments[0].files:
         return segments[0]  # a run's own segment, every file in the table: already as written
@@ -158,6 +153,11 @@ def _merged(output: Location, segments: list[Segment], table: set[str]) -> Segme
     if not hashes:
         return Segment.sorted_from("", files, np.empty(0, np.uint64), np.empty(0, np.int32))
     return Segment.sorted_from("", files, np.concatenate(hashes), np.concatenate(owners).astype(np.int32, copy=False))
+
+
+def _newest(segments: Iterable[Segment]) -> dict[str, int]:
+    """Each file's newest segment (by number, oldest first): the one whose rows are the file's ids."""
+    return {file: number for number, segment in enumerate(segments) for file in segment.files}
 
 
 def _in_sorted(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:

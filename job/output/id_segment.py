@@ -71,8 +71,6 @@ class Segment:
         if self.loaded is not None:
             return self.loaded
         empty = np.empty(0, np.uint64), np.empty(0, np.int32)
-        if self.rows == 0:
-            return empty
         maybe = candidates[bloom.may_hold(words, candidates)]
         groups = np.unique(np.searchsorted(self.starts, maybe, side="right") - 1)
         groups = groups[groups >= 0].tolist()
