@@ -31,10 +31,12 @@ def ray_actor_working(actor_class: str) -> Callable[[psutil.Process], bool]:
     return lambda process: f"MapBatches({actor_class})).submit" in command_line(process)
 
 
-def busy_pyspark_worker(cpu_s: float = 1.0, window_s: float = 0.5) -> Callable[[psutil.Process], bool]:
+def busy_pyspark_worker(cpu_s: float = 1.0, window_s: float = 0.5,
+                        busy_share: float = 0.5) -> Callable[[psutil.Process], bool]:
     """Matches a Python worker forked by ``pyspark.daemon`` that is running a task: it used
-    ``cpu_s`` of CPU since first seen and most of the last ``window_s`` (an idle worker, kept
-    for reuse between tasks, uses none)."""
+    ``cpu_s`` of CPU since first seen and ``busy_share`` of the last ``window_s`` (an idle
+    worker, kept for reuse between tasks, uses none; a busy one on a loaded machine shares
+    its cores with everything else)."""
     first: dict[int, float] = {}  # pid -> CPU seconds when first seen
     window: dict[int, tuple[float, float]] = {}  # pid -> (clock, CPU seconds) at the window's start
 
@@ -47,7 +49,7 @@ def busy_pyspark_worker(cpu_s: float = 1.0, window_s: float = 0.5) -> Callable[[
         if now - since < window_s:
             return False
         window[process.pid] = (now, used)
-        return used - started >= cpu_s and (used - used_then) >= 0.5 * (now - since)
+        return used - started >= cpu_s and (used - used_then) >= busy_share * (now - since)
 
     return match
 

@@ -42,18 +42,22 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
 
 def test_killed_python_worker_redoes_its_task(tmp_path):
     ids, bad = write_mixed(str(tmp_path / "in"), rows_per_file=9)
-    retried = []
-    # The kill is timed from outside: on a loaded machine it can land on a worker that just
-    # finished its task (nothing to redo). Every run must be exactly once; one of up to
-    # three runs must show the killed task redone.
+    kills, retried = [], []
+    # The kill is timed from outside: on a loaded machine it can miss (the tasks end before a
+    # worker is seen busy) or land on a worker that just finished its task (nothing to redo).
+    # Every run must be exactly once; one of up to three runs must show the killed task redone.
+    # The module's earlier tests leave Python workers with the model loaded (worker reuse): a
+    # reused worker spends about 0.5 s of CPU on one of these tasks (an idle one 0.02 s a run),
+    # so "busy" is 0.2 s of it, and a quarter of a core in the last 0.2 s.
     for attempt in range(3):
         out = str(tmp_path / f"out-{attempt}")
-        with KillFirst(busy_pyspark_worker(cpu_s=1.0)) as killer:
+        with KillFirst(busy_pyspark_worker(cpu_s=0.2, window_s=0.2, busy_share=0.25)) as killer:
             manifest = run("--input", str(tmp_path / "in"), "--output", out)
-        assert killer.killed, "no pyspark worker was seen running a task"
         rows, _ = read_output(out)
         assert_output_contract(rows, manifest, ids, bad)
+        kills += killer.killed
         retried = manifest["settings"]["spark"]["retried_partitions"]
         if retried:
             break
-    assert retried, "in three runs, no killed worker's task was retried"
+    assert kills, "in three runs, no pyspark worker was seen running a task"
+    assert retried, f"in three runs, no killed worker's task was retried (killed: {kills})"
