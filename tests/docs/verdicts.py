@@ -207,6 +207,8 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.gpu_stage_bench --batch 256 --seconds 3 --no-compile": GPU,
     "python -m benchmarks.startup_bench --runs 3 --vs-checkout <worktree of 4b3318a> -- python -m runners.ray_job": NAMED_IN_PROSE,
     "python -m benchmarks.startup_bench --runs 2 -- python -m runners.ray_job": Run(small={"--runs 2": "--runs 1"}, slow=True),
+    "python -m benchmarks.ray_floor_bench --runs 5": Run(small={"--runs 5": "--runs 1 --batch 2"}, slow=True),
+    "python -m benchmarks.startup_bench --runs 5 -- python -m runners.ray_job": Run(small={"--runs 5": "--runs 1"}, slow=True),
     "python -m benchmarks.startup_bench --runs 3 -- python -m runners.ray_job": Run(small={"--runs 3": "--runs 1"}, slow=True),
     "python -m runners.compare --engines ray,spark --input s3://my-bucket/images/ --weights random --engine-args "
     "ray=\"--address auto --num-cpu-actors 30\" --engine-args spark=\"--master local[16,4] --partitions 64\"": Skip(
