@@ -103,7 +103,7 @@ def _all_hashes(location: Location, files: Sequence[tuple[str, int]], id_column:
         pending: list[tuple[int, int, pa.Array]] = []  # (file, first row, ids) read and not hashed yet
 
         def flush() -> None:
-            for (index, first_row, _), (values, valid) in zip(pending, _hashed_together([a for *_, a in pending], as_text)):
+            for (index, first_row, _), (values, valid) in zip(pending, hashed_together([a for *_, a in pending], as_text)):
                 kept = values[valid]
                 hashes[written[index] : written[index] + len(kept)] = kept
                 written[index] += len(kept)
@@ -146,9 +146,9 @@ def _groups(files: Sequence[tuple[str, int]]) -> list[range]:
     return [*groups, range(start, len(files))] if files else []
 
 
-def _hashed_together(arrays: list[pa.Array], as_text: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+def hashed_together(arrays: list[pa.Array], as_text: bool) -> list[tuple[np.ndarray, np.ndarray]]:
     """``id_hashes`` of each array, in one call where they share a plain type: the same hashes (an id's hash is
-    its own), at one call's fixed cost, which is most of what hashing a file of a few ids costs."""
+    its own), at one call's fixed cost, which is most of what hashing a file (or a part) of a few ids costs."""
     if len(arrays) > 1 and len({a.type for a in arrays}) == 1 and not pa.types.is_dictionary(arrays[0].type):
         values, valid = id_hashes(pa.concat_arrays(arrays), as_text)
         bounds = np.cumsum([0, *(len(a) for a in arrays)])

@@ -116,7 +116,8 @@ class IdIndex:
                 except FileNotFoundError:
                     return file, None
                 with opened as f:
-                    return file, part_hashes(pq.read_table(f, columns=["id"]).column("id"), ids_as_text)
+                    ids = pq.ParquetFile(f).read(columns=["id"], use_threads=False).column("id")  # as verify.read_part_columns
+                    return file, part_hashes(ids, ids_as_text)
 
         known = [file for file in files if file in parts]
         found = map_in_order(hashes_of, known, threads=min(PART_READ_THREADS, max(1, len(known))))

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
-from job.input.unique_ids import id_hashes
+from job.input.unique_ids import FILES_HASHED_TOGETHER, hashed_together, id_hashes
 from job.manifest import Counts
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
@@ -67,25 +67,46 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
     Raises RuntimeError (no manifest is written) naming what is wrong.
     """
     _require_exactly(location, table, leaving)
-    tables = dict(zip(read, map_in_order(lambda name: _read_part(location, name, read[name]), read,
-                                         threads=min(FOOTER_READ_THREADS, len(read)))))
-    facts = {name: _facts_of(name, read[name], t, ids_as_text) for name, t in tables.items()}
+    names = list(read)
+    groups = [{name: read[name] for name in names[at:at + FILES_HASHED_TOGETHER]}
+              for at in range(0, len(names), FILES_HASHED_TOGETHER)]
+    facts: dict[str, PartFacts] = {}
+    examples: list[dict] = []
+    for group_facts, group_examples in map_in_order(lambda group: _check_parts(location, group, ids_as_text), groups,
+                                                    threads=min(FOOTER_READ_THREADS, len(groups))):
+        facts |= group_facts
+        examples += group_examples[:ERROR_EXAMPLES - len(examples)]
     require_unique(location, facts, ids_as_text, kept_holding if kept else None)
     facts = {**kept, **facts}
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
     counts = Counts(rows_in=sum(f.rows for f in table.values()), rows_out=rows_out, predicted=rows_out - errored, errored=errored)
-    return Verified(counts, _error_examples(tables.values()), facts)
+    return Verified(counts, examples, facts)
 
 
 def part_hashes(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> np.ndarray:
     """A part's ids hashed as its input's were: integer ids (written as text) are hashed as the numbers."""
+    return id_hashes(_as_input_ids(ids, ids_as_text), ids_as_text)[0]
+
+
+def _as_input_ids(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> pa.Array:
+    """A part's id column as its input's ids were typed: text, or (written as text) the integers."""
     array = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     if not ids_as_text:
         try:
             array = pc.cast(array, pa.int64())
         except pa.ArrowInvalid:  # past int64: the input's ids were uint64
             array = pc.cast(array, pa.uint64())
-    return id_hashes(array, ids_as_text)[0]
+    return array
+
+
+def _check_parts(location: Location, files: Mapping[str, InputFile], ids_as_text: bool) -> tuple[dict[str, PartFacts], list[dict]]:
+    """Read and hold a few parts (``files``: part name -> its input file) to their inputs, on one thread: their facts,
+    and their first error rows. Their ids are hashed in one call: a part of a few rows costs numpy's fixed cost of a
+    call more than its hashing (``unique_ids.hashed_together``)."""
+    tables = {name: _read_part(location, name, file) for name, file in files.items()}
+    hashed = hashed_together([_as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)
+    facts = {name: _facts_of(name, files[name], t, hashes) for (name, t), (hashes, _) in zip(tables.items(), hashed)}
+    return facts, _error_examples(tables.values())
 
 
 def _require_exactly(location: Location, table: Mapping[str, InputFile], leaving: Collection[str]) -> None:
@@ -99,18 +120,26 @@ def _require_exactly(location: Location, table: Mapping[str, InputFile], leaving
         raise RuntimeError(f"{location.uri} holds {len(stale)} parts of no planned input file (e.g. {stale[0]}); {NO_MANIFEST}")
 
 
-def _read_part(location: Location, name: str, file: InputFile) -> pa.Table:
+def read_part_columns(location: Location, name: str, columns: list[str]) -> pa.Table:
+    """``columns`` of the committed part ``name``: one whole GET (a part is about 100 bytes a row, so not a footer
+    read plus a ranged read per column), decoded by one ``ParquetFile`` on this thread.
+
+    Not ``pq.read_table``: it builds a dataset for each call, 0.5 ms for a part of a few rows where this takes
+    0.05 (``python -m benchmarks.finish_bench``: the final check is one such read per part the run wrote).
+    """
     path = location.join(name)
-    # A part is about 100 bytes a row: one whole GET, not a footer read plus a ranged read per column.
     with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
-        table = pq.read_table(pa.BufferReader(f.read()), columns=["id", "error"])
+        return pq.ParquetFile(pa.BufferReader(f.read())).read(columns=columns, use_threads=False)
+
+
+def _read_part(location: Location, name: str, file: InputFile) -> pa.Table:
+    table = read_part_columns(location, name, ["id", "error"])
     if table.num_rows != file.rows:
         raise RuntimeError(f"{name} has {table.num_rows} rows for the {file.rows} rows of {file.path}; {NO_MANIFEST}")
     return table
 
 
-def _facts_of(name: str, file: InputFile, table: pa.Table, ids_as_text: bool) -> PartFacts:
-    hashes = part_hashes(table.column("id"), ids_as_text)
+def _facts_of(name: str, file: InputFile, table: pa.Table, hashes: np.ndarray) -> PartFacts:
     if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
         raise DataError(f"{name} holds other ids than its input file {file.path}: the file changed while the job ran; "
                         f"{NO_MANIFEST}: run again with --resume, which redoes the files that changed")
@@ -154,9 +183,7 @@ def ids_hashed_to(location: Location, name: str, wanted: np.ndarray, ids_as_text
 
     One whole GET of the part's id column.
     """
-    path = location.join(name)
-    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
-        ids = pq.read_table(pa.BufferReader(f.read()), columns=["id"]).column("id").combine_chunks()
+    ids = read_part_columns(location, name, ["id"]).column("id").combine_chunks()
     rows = np.flatnonzero(np.isin(part_hashes(ids, ids_as_text), wanted))
     return list(zip(rows.tolist(), ids.take(pa.array(rows)).to_pylist()))
 

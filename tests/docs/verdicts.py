@@ -207,6 +207,8 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.gpu_stage_bench --batch 256 --seconds 3 --no-compile": GPU,
     "python -m benchmarks.startup_bench --runs 3 --vs-checkout <worktree of 4b3318a> -- python -m runners.ray_job": NAMED_IN_PROSE,
     "python -m benchmarks.startup_bench --runs 2 -- python -m runners.ray_job": Run(small={"--runs 2": "--runs 1"}, slow=True),
+    "python -m benchmarks.finish_bench --files 10000,50000 --repeats 2": Run(
+        small={"--files 10000,50000 --repeats 2": "--files 50 --repeats 1 --root /tmp/finish_bench"}, slow=True),
     "python -m benchmarks.ray_floor_bench --runs 5": Run(small={"--runs 5": "--runs 1 --batch 2"}, slow=True),
     "python -m benchmarks.startup_bench --runs 5 -- python -m runners.ray_job": Run(small={"--runs 5": "--runs 1"}, slow=True),
     "python -m benchmarks.startup_bench --runs 3 -- python -m runners.ray_job": Run(small={"--runs 3": "--runs 1"}, slow=True),
