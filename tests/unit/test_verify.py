@@ -73,3 +73,37 @@ def test_the_kept_parts_are_asked_through_the_index_not_read(tmp_path, repeat):
         return
     with pytest.raises(DataError, match=r"output repeats ids: 'old-2-1' is at \S*/kept-2\.parquet row 1, \S*/new\.parquet row 1"):
         require_unique(output, read, True, holding)
+
+
+@pytest.mark.parametrize("ids_as_text", [True, False])
+def test_parts_read_in_groups_keep_each_parts_own_hashes_and_name_the_one_that_changed(tmp_path, ids_as_text):
+    """The final check hashes the ids of many parts in one call (FILES_HASHED_TOGETHER): each part still gets
+    its own hashes, rows and errors, and the one part (in the second group) whose ids are not its input's is named."""
+    from job.input.plan import InputFile
+    from job.input.unique_ids import FILES_HASHED_TOGETHER, ids_digest
+    from job.output.verify import verify
+
+    def ids_of(k: int) -> list[str]:
+        return [str(1000 * k + i) for i in range(k % 3 + 1)]  # 1 to 3 rows a part, integer-like text
+
+    parts = FILES_HASHED_TOGETHER + 6
+    table = {}
+    for k in range(parts):
+        name = f"part-{k:05d}.parquet"
+        errors = [None] * len(ids_of(k))
+        errors[0] = "undecodable" if k % 5 == 0 else None
+        pq.write_table(pa.table({"id": ids_of(k), "error": pa.array(errors, pa.string())}), tmp_path / name)
+        as_input = pa.array(ids_of(k)) if ids_as_text else pa.array([int(i) for i in ids_of(k)], pa.int64())
+        table[name] = InputFile(f"in/{k}.parquet", len(ids_of(k)), ids_digest=ids_digest(part_hashes(as_input, ids_as_text)))
+    verified = verify(resolve(str(tmp_path)), table, table, {}, ids_as_text)
+    for k in (0, FILES_HASHED_TOGETHER - 1, FILES_HASHED_TOGETHER, parts - 1):
+        facts = verified.facts[f"part-{k:05d}.parquet"]
+        expected = part_hashes(pa.array(ids_of(k)), ids_as_text)
+        assert np.array_equal(facts.hashes, expected) and facts.rows == len(ids_of(k)) and facts.errored == (k % 5 == 0)
+    assert verified.counts.errored == len(range(0, parts, 5)) and len(verified.examples) == 3
+
+    k = FILES_HASHED_TOGETHER + 2
+    changed, other_ids = f"part-{k:05d}.parquet", [str(-1 - i) for i in range(len(ids_of(k)))]  # as many rows, other ids
+    pq.write_table(pa.table({"id": other_ids, "error": pa.array([None] * len(other_ids), pa.string())}), tmp_path / changed)
+    with pytest.raises(DataError, match=rf"{changed} holds other ids than its input file in/{k}\.parquet"):
+        verify(resolve(str(tmp_path)), table, table, {}, ids_as_text)
