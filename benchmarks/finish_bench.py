@@ -9,7 +9,8 @@ cost alone and the parts are as many as the files. Each run is a fresh process a
 ``job.driver.finish_job`` is timed whole and by its steps, as it calls them: ``verify`` (the final
 check: every part the run wrote read back, held to its input's rows and ids, ids unique), the ids
 index's new segment (``IdIndex.extended``), the table commit (``commit_run``; nothing without
-``--table-format``), the manifest and its history copy, and the tidying after.
+``--table-format``), the manifest and its history copy, and the tidying after; and the process's resident
+memory when ``finish_job`` starts and at most while it runs (sampled every 50 ms), beside the whole run's peak.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 
@@ -45,6 +47,34 @@ def timed(seconds: dict[str, float], step: str, function: Callable) -> Callable:
     return call
 
 
+class PeakMemory:
+    """``with PeakMemory() as peak:`` this process's resident set sampled every 50 ms: ``peak.before``, ``peak.highest`` (MB)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self.process, self.before, self.highest = psutil.Process(), 0.0, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="peak-memory", daemon=True)
+
+    def _megabytes(self) -> float:
+        return self.process.memory_info().rss / 2**20
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.05):
+            self.highest = max(self.highest, self._megabytes())
+
+    def __enter__(self) -> PeakMemory:
+        self.before = self.highest = self._megabytes()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self.highest = max(self.highest, self._megabytes())
+
+
 def run_once(folder: str) -> dict:
     """One local run on ``folder`` in this process, with ``finish_job`` and its steps timed."""
     import job.driver
@@ -55,7 +85,14 @@ def run_once(folder: str) -> dict:
 
     install()
     seconds: dict[str, float] = {}
-    job.driver.finish_job = timed(seconds, "finish", job.finish.finish_job)
+    memory: list[PeakMemory] = []
+
+    def finish_measured(*args: object, **kwargs: object) -> object:
+        with PeakMemory() as peak:
+            memory.append(peak)
+            return job.finish.finish_job(*args, **kwargs)
+
+    job.driver.finish_job = timed(seconds, "finish", finish_measured)
     for step, name in (("verify", "verify"), ("commit", "commit_run"), ("manifest", "write_manifest"),
                        ("history", "copy_manifest"), ("tidy", "_tidy")):
         setattr(job.finish, name, timed(seconds, step, getattr(job.finish, name)))
@@ -67,7 +104,8 @@ def run_once(folder: str) -> dict:
     return {"files": files, "rows": manifest["counts"]["rows_out"], "command_seconds": round(time.perf_counter() - started, 2),
             "finish_seconds": round(seconds["finish"], 3), "finish_ms_per_file": round(1000 * seconds["finish"] / files, 3),
             "steps_seconds": {step: round(seconds.get(step, 0.0), 3) for step in STEPS},
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024), "output": output}
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "finish_rss_mb": {"before": round(memory[0].before), "peak": round(memory[0].highest)}, "output": output}
 
 
 def main() -> None:
@@ -91,8 +129,10 @@ def main() -> None:
         row |= {"rows_per_file": args.rows_per_file, "runs_finish_seconds": [r["finish_seconds"] for r in runs],
                 "load_average": round(os.getloadavg()[0], 1)}
         steps = ", ".join(f"{step} {s:.2f}" for step, s in row["steps_seconds"].items())
+        memory = row["finish_rss_mb"]
         print(f"{row['files']:>9,} files: finish {row['finish_seconds']:.2f} s = {row['finish_ms_per_file']:.3f} ms a file "
-              f"({steps}); whole command {row['command_seconds']:.1f} s, peak {row['peak_rss_mb']} MB, load {row['load_average']}")
+              f"({steps}), resident {memory['before']} MB before it, {memory['peak']} MB at most during it; "
+              f"whole command {row['command_seconds']:.1f} s, peak {row['peak_rss_mb']} MB, load {row['load_average']}")
         append_result(args.results, {"benchmark": "finish", **row})
 
 
