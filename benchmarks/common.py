@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import time
 
 import pyarrow.parquet as pq
@@ -33,6 +34,15 @@ def append_result(path: str | None, row: dict) -> dict:
         with open(path, "a") as f:
             f.write(json.dumps(row, default=str) + "\n")
     return row
+
+
+def best_of_fresh_runs(command: list[str], repeats: int, key: str) -> dict:
+    """``command`` run ``repeats`` times, each a fresh process whose last line of output is one JSON row: the row
+    with the least ``key``, with every run's ``key`` (``runs_<key>``) and the load average beside it."""
+    runs = [json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+            for _ in range(repeats)]
+    best = min(runs, key=lambda run: run[key])
+    return best | {f"runs_{key}": [run[key] for run in runs], "load_average": round(os.getloadavg()[0], 1)}
 
 
 def output_ids(uri: str, endpoint: str | None = None) -> list[str]:

@@ -5,7 +5,8 @@
 Runs ``runners.local_job`` (the stand-in model, ``benchmarks.standin_model``) on ``--files`` small
 Parquet files of ``benchmarks.plan_bench`` (made under ``--root``, kept and reused), whose images
 are a few bytes no decoder takes: every row is an error row, so the engine's time is the per-file
-cost alone and the parts are as many as the files. Each run is a fresh process and a fresh output.
+cost alone and the parts are as many as the files. Each run is a fresh process and a fresh output,
+deleted after it.
 ``job.driver.finish_job`` is timed whole and by its steps, as it calls them: ``verify`` (the final
 check: every part the run wrote read back, held to its input's rows and ids, ids unique), the ids
 index's new segment (``IdIndex.extended``), the table commit (``commit_run``; nothing without
@@ -18,16 +19,15 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import resource
-import subprocess
+import shutil
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 
-from benchmarks.common import add_results_option, append_result
+from benchmarks.common import add_results_option, append_result, best_of_fresh_runs
 from benchmarks.plan_bench import make_files
 
 STEPS = ("verify", "index", "commit", "manifest", "history", "tidy")
@@ -99,13 +99,16 @@ def run_once(folder: str) -> dict:
     IdIndex.extended = timed(seconds, "index", IdIndex.extended)
     output = tempfile.mkdtemp(prefix="finish-bench-")
     started = time.perf_counter()
-    manifest = local_job.main(["--input", folder, "--output", output, "--weights", "random", "--decode", "cpu"])
+    try:
+        manifest = local_job.main(["--input", folder, "--output", output, "--weights", "random", "--decode", "cpu"])
+    finally:
+        shutil.rmtree(output)  # as many parts as files: a million-file run would leave a million behind
     files = manifest["input_files"]["total"]
     return {"files": files, "rows": manifest["counts"]["rows_out"], "command_seconds": round(time.perf_counter() - started, 2),
             "finish_seconds": round(seconds["finish"], 3), "finish_ms_per_file": round(1000 * seconds["finish"] / files, 3),
             "steps_seconds": {step: round(seconds.get(step, 0.0), 3) for step in STEPS},
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "finish_rss_mb": {"before": round(memory[0].before), "peak": round(memory[0].highest)}, "output": output}
+            "finish_rss_mb": {"before": round(memory[0].before), "peak": round(memory[0].highest)}}
 
 
 def main() -> None:
@@ -123,11 +126,7 @@ def main() -> None:
     for files in (int(n) for n in args.files.split(",")):
         folder = make_files(args.root, files, args.rows_per_file)
         command = [sys.executable, "-m", "benchmarks.finish_bench", "--one", folder]
-        runs = [json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
-                for _ in range(args.repeats)]
-        row = min(runs, key=lambda r: r["finish_seconds"])
-        row |= {"rows_per_file": args.rows_per_file, "runs_finish_seconds": [r["finish_seconds"] for r in runs],
-                "load_average": round(os.getloadavg()[0], 1)}
+        row = best_of_fresh_runs(command, args.repeats, "finish_seconds") | {"rows_per_file": args.rows_per_file}
         steps = ", ".join(f"{step} {s:.2f}" for step, s in row["steps_seconds"].items())
         memory = row["finish_rss_mb"]
         print(f"{row['files']:>9,} files: finish {row['finish_seconds']:.2f} s = {row['finish_ms_per_file']:.3f} ms a file "

@@ -17,14 +17,13 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.common import add_results_option, append_result
+from benchmarks.common import add_results_option, append_result, best_of_fresh_runs
 
 FILES_PER_FOLDER = 1_000
 
@@ -86,11 +85,8 @@ def main() -> None:
         print(f"{files:,} files ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         command = [sys.executable, "-m", "benchmarks.plan_bench", "--one", folder,
                    *(["--skip-id-check"] if args.skip_id_check else [])]
-        runs = [json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-                for _ in range(args.repeats)]
-        row = min(runs, key=lambda r: r["seconds"])
-        row |= {"rows_per_file": args.rows_per_file, "id_check": not args.skip_id_check,
-                "runs_seconds": [r["seconds"] for r in runs], "load_average": round(os.getloadavg()[0], 1)}
+        row = best_of_fresh_runs(command, args.repeats, "seconds")
+        row |= {"rows_per_file": args.rows_per_file, "id_check": not args.skip_id_check}
         print(f"{row['files']:>9,} files: list {row['list_seconds']:.2f} s + plan {row['plan_seconds']:.2f} s = "
               f"{row['seconds']:.2f} s, {row['ms_per_file']:.3f} ms a file, peak {row['peak_rss_mb']} MB "
               f"(runs {row['runs_seconds']}, load {row['load_average']})")
