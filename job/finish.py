@@ -12,12 +12,14 @@ that still exists.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
 from job import report
 from job.engine import Engine, EngineRun, Job
-from job.manifest import MANIFEST, InputFiles, Manifest, copy_manifest, write_manifest
+from job.memory import release_freed_memory
+from job.manifest import MANIFEST, Counts, InputFiles, Manifest, copy_manifest, write_manifest
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import commit_run
@@ -33,44 +35,67 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     """Verify the table, write the index, the manifest and its history copy, delete the parts of removed files."""
     output, plan, night, config = prepared.output, prepared.plan, prepared.night, prepared.config
     _write_empty_parts(prepared, job)
-    snapshot, kept_removed = night.snapshot, dict(night.kept_removed)
-    by_part = {prepared.relpath(f.path): job.parts.name(f) for f in plan.files}
-    table = {job.parts.name(f): f for f in plan.files} | {e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}
-    unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
-    leaving = [*night.removed, *(snapshot.retired if snapshot is not None else ())]
-    relpath = {part: name for name, part in by_part.items()} | {e.part: name for name, e in kept_removed.items()}
-    previous = _previous_index(prepared, unread)
-    verified = verify(output, table, {name: f for name, f in table.items() if name not in unread},
-                      _known_facts(prepared, by_part, kept_removed, unread), plan.ids_as_text, leaving,
-                      _holding(previous, {relpath[part]: part for part in unread}))
-    segments = previous.extended(job.run_id, relpath.values(),
-                                 {relpath[part]: f.hashes for part, f in verified.facts.items() if f.hashes is not None})
-    index = segments[-1]
+    release_freed_memory()  # what the engine's run freed: the final check's reads allocate next
+    snapshot, kept_removed = night.snapshot, night.kept_removed
+    # The table's parts (part -> input file), and each part's input file relative to --input: names made once.
+    table = {**prepared.planned, **{e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}}
+    relpath = {part: prepared.relpath(f.path) for part, f in prepared.planned.items()} | {
+        e.part: name for name, e in kept_removed.items()}
+    checked = _check_table(prepared, table, relpath)
+    release_freed_memory()  # what the parts' reads and their hashes held: the manifest is made next
     prepared.lease.check()  # the table is committed only by the run that holds the output
-    committed = commit_run(output, config, snapshot, {part: facts.rows for part, facts in verified.facts.items()},
-                           night.removed, job.parts.schema, job.run_id)
-    delta = diff(snapshot, {prepared.relpath(f.path): f for f in plan.files}, kept_removed)
-    files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
-             for part in table}
+    committed = commit_run(output, config, snapshot, checked.rows, night.removed, job.parts.schema, job.run_id)
+    delta = diff(snapshot, {relpath[part]: f for part, f in prepared.planned.items()}, kept_removed)
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
-        config=config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=verified.counts,
+        config=config.to_dict(), execution=job.execution.to_dict(), output_options=job.parts.options, counts=checked.counts,
         input_files=InputFiles(total=len(plan.files), resumed=len(night.kept), run=len(job.pending.files), rows_run=job.pending.rows),
         seconds=round(seconds, 3),
         # This run's images: with --resume or --incremental, the rows of the files it ran, not those it kept.
         images_per_sec=round(job.pending.rows / seconds, 2) if seconds > 0 else None,
         timeline=summarize(run.progress, run.device_seconds, seconds, run.predictors, started_at),
-        files=sorted(table), error_examples=verified.examples,
+        files=sorted(table), error_examples=checked.examples,
         versions=report.versions(*engine.packages), hardware=report.hardware(), settings=run.settings,
         manifest=output.uri_of(output.join(MANIFEST)),
-        table=Snapshot(files, columns_record(plan), index, delta, committed.number, committed.version,
-                       committed.retired).to_dict(),
+        table=Snapshot(checked.files, columns_record(plan), checked.segments[-1], delta, committed.number,
+                       committed.version, committed.retired),
     )
     prepared.lease.check()  # the manifest is written only by the run that holds the output
     write_manifest(output, manifest)
     copy_manifest(output, f"{HISTORY_DIR}/{job.run_id}.json")
-    _tidy(output, committed.delete, segments)
+    _tidy(output, committed.delete, checked.segments)
     return manifest
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The table as the final check found it: what the rest of the last step needs, its parts' id hashes left behind."""
+
+    files: dict[str, TableFile]  # input file (relative to --input) -> its entry in the table's snapshot
+    rows: dict[str, int]  # part -> its rows: the table format's commit
+    counts: Counts
+    examples: list[dict]
+    segments: list[str]  # the ids index's segments, oldest first: the last names it in the manifest
+
+
+def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: dict[str, str]) -> _Checked:
+    """The final check (``verify``), then the ids index's segment of the parts it read; their hashes, a few hundred
+    bytes a part, are dropped when this returns, before the manifest is made (a million parts: hundreds of MB)."""
+    output, night = prepared.output, prepared.night
+    snapshot, kept_removed = night.snapshot, night.kept_removed
+    unread = {name for name, record in night.kept.items() if record is None} | {e.part for e in kept_removed.values()}
+    leaving = [*night.removed, *(snapshot.retired if snapshot is not None else ())]
+    previous = _previous_index(prepared, unread)
+    read = {name: f for name, f in table.items() if name not in unread} if unread else table
+    verified = verify(output, table, read,
+                      _known_facts(snapshot, relpath, unread), prepared.plan.ids_as_text, leaving,
+                      _holding(previous, {relpath[part]: part for part in unread}))
+    segments = previous.extended(prepared.run_id, relpath.values(),
+                                 {relpath[part]: f.hashes for part, f in verified.facts.items() if f.hashes is not None})
+    files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
+             for part in table}
+    return _Checked(files, {part: facts.rows for part, facts in verified.facts.items()}, verified.counts,
+                    verified.examples, segments)
 
 
 def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
@@ -95,12 +120,10 @@ def _holding(index: IdIndex, kept: dict[str, str]) -> KeptHolding:
     return lambda hashes: {kept[file]: held for file, held in index.held(hashes, kept).items()}
 
 
-def _known_facts(prepared: PreparedJob, by_part: dict[str, str], kept_removed: dict[str, TableFile],
-                 unread: set[str]) -> dict[str, PartFacts]:
+def _known_facts(snapshot: Snapshot | None, relpath: dict[str, str], unread: set[str]) -> dict[str, PartFacts]:
     """What the table already knows of the parts kept unread: rows and errors from the snapshot (ids: in the index)."""
-    snapshot = prepared.night.snapshot
-    names = {name: part for name, part in (by_part | {n: e.part for n, e in kept_removed.items()}).items() if part in unread}
-    return {part: PartFacts(snapshot.files[name].rows, snapshot.files[name].errored, None) for name, part in names.items()}
+    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored, None)
+            for part in relpath if part in unread}  # in the table's order, as the commit lists them
 
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:

@@ -8,10 +8,14 @@ shards) goes under ``settings``, so a reader never has to guess which keys are w
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
+from job.output.table import Snapshot, TableFile
 from storage import Location, storage_errors
 
 MANIFEST = "_SUCCESS.json"
@@ -67,12 +71,26 @@ class Manifest:
     hardware: dict
     settings: dict = field(default_factory=dict)  # the engine's own facts (actors, master, shards...)
     manifest: str = ""  # this file's URI
-    # The table's snapshot (job.output.table.Snapshot): each input file's part, the input's identity, the
-    # ids index, what this run added, replaced and removed. None: no snapshot, so --incremental refuses to continue it.
-    table: dict | None = None
+    # The table's snapshot: each input file's part, the input's identity, the ids index, what this run added,
+    # replaced and removed. None: no snapshot, so --incremental refuses to continue it.
+    table: Snapshot | None = None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """As JSON holds it (what a job returns): ``dataclasses.asdict``'s result, without its deep copy of the two
+        fields that grow with the files (``files``, ``table``): a million-file table is copied once, not twice."""
+        return self._record(lambda snapshot: snapshot.to_dict())
+
+    def _record(self, snapshot_record) -> dict:
+        record = {}
+        for name in (f.name for f in dataclasses.fields(self)):
+            value = getattr(self, name)
+            if name == "table":
+                record[name] = None if value is None else snapshot_record(value)
+            elif name == "files":
+                record[name] = list(value)
+            else:
+                record[name] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else copy.deepcopy(value)
+        return record
 
     @classmethod
     def from_dict(cls, data: dict) -> Manifest:
@@ -85,11 +103,17 @@ class Manifest:
         values["counts"] = Counts(**data["counts"])
         values["input_files"] = InputFiles(**data["input_files"])
         values["timeline"] = Timeline(**data["timeline"])
+        try:
+            values["table"] = Snapshot.from_dict(data["table"]) if data.get("table") is not None else None
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not a manifest of this version: its table record has no {e}") from e
         return cls(**values)
 
 
 # Past this many output files the manifest is written without indentation (``write_manifest``).
 INDENTED_UP_TO_FILES = 1000
+# A dict or list of more entries than this is encoded this many at a time (``_compact_json``).
+ENCODED_TOGETHER = 10_000
 
 
 def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST) -> str:
@@ -97,13 +121,55 @@ def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST)
 
     Indented for a person while the output is small; past ``INDENTED_UP_TO_FILES`` files, compact JSON
     (a third fewer bytes to write and read; ``jq .`` indents it for a person): the same JSON to a reader.
+    The compact text is encoded ``ENCODED_TOGETHER`` table entries at a time, each entry made a dict only as
+    it is encoded: a million-file manifest is never held as a million dicts and one string beside its bytes
+    (``python -m benchmarks.finish_bench``: the driver's memory in its last step). Every byte is encoded before
+    the upload starts, so a failure while encoding publishes nothing.
     """
-    indent = 2 if len(manifest.files) <= INDENTED_UP_TO_FILES else None
-    text = json.dumps(manifest.to_dict(), indent=indent, separators=None if indent else (",", ":"), default=str)
+    if len(manifest.files) <= INDENTED_UP_TO_FILES:
+        pieces = [json.dumps(manifest.to_dict(), indent=2, default=str).encode()]
+    else:
+        pieces = [piece.encode() for piece in _compact_json(manifest._record(lambda s: s.to_dict(entries=False)))]
     path = location.join(name)
     with storage_errors(location.uri), location.writer(path) as out:
-        out.write(text.encode())
+        for piece in pieces:
+            out.write(piece)
     return location.uri_of(path)
+
+
+def _compact_json(value: object) -> Iterator[str]:
+    """``json.dumps(value, separators=(",", ":"))`` in pieces: a dict or list of more than ``ENCODED_TOGETHER``
+    entries is encoded that many at a time, and a small one holding such is encoded key by key around it."""
+    if isinstance(value, (dict, list)) and len(value) > ENCODED_TOGETHER:
+        is_dict = isinstance(value, dict)
+        entries = iter(value.items() if is_dict else value)
+        yield "{" if is_dict else "["
+        for number, chunk in enumerate(iter(lambda: list(islice(entries, ENCODED_TOGETHER)), [])):
+            yield ("," if number else "") + _encoded(dict(chunk) if is_dict else chunk)[1:-1]
+        yield "}" if is_dict else "]"
+    elif isinstance(value, dict) and any(_holds_many(v) for v in value.values()):
+        yield "{"
+        for number, (key, item) in enumerate(value.items()):
+            yield ("," if number else "") + _encoded(key) + ":"
+            yield from _compact_json(item)
+        yield "}"
+    else:
+        yield _encoded(value)
+
+
+def _holds_many(value: object) -> bool:
+    if isinstance(value, dict):
+        return len(value) > ENCODED_TOGETHER or any(_holds_many(v) for v in value.values())
+    return isinstance(value, list) and len(value) > ENCODED_TOGETHER
+
+
+def _encoded(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), default=_as_json)
+
+
+def _as_json(value: object) -> object:
+    """What JSON holds for a value it has no type for: a table entry's record, else its text."""
+    return value.to_dict() if isinstance(value, TableFile) else str(value)
 
 
 def copy_manifest(location: Location, name: str) -> str:

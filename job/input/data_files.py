@@ -52,7 +52,7 @@ TABLE_LOGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per listed file: no __dict__ each
 class FileIdentity:
     """Which version of an input file a part was made from: a replaced file differs in one of these.
 

@@ -33,7 +33,7 @@ __all__ = ["FOOTER_READ_THREADS", "SHAPE_COLUMNS", "InputFile", "InputPlan", "re
 RESUME_AFTER_FIX = "then run again with --resume, which keeps the parts committed so far"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a million files: no __dict__ each (about 100 bytes)
 class InputFile:
     path: str  # inside the input filesystem
     rows: int  # rows to take from the start of the file (all of them unless --limit cut it)

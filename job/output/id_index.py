@@ -135,10 +135,10 @@ def index_files(segments: Iterable[str]) -> set[str]:
 
 def _merged(output: Location, segments: list[Segment], table: set[str]) -> Segment:
     """One segment of these (oldest first), each file's rows from the newest listing it, files not in ``table`` dropped."""
+    if len(segments) == 1 and segments[0].loaded is not None and all(file in table for file in segments[0].files):
+        return segments[0]  # a run's own segment, every file in the table: already as written (no copy of its files)
     newest = _newest(segments)
     files = tuple(sorted(file for file in newest if file in table))
-    if len(segments) == 1 and segments[0].loaded is not None and files == segments[0].files:
-        return segments[0]  # a run's own segment, every file in the table: already as written
     numbers = {file: i for i, file in enumerate(files)}
     hashes, owners = [], []
     for number, segment in enumerate(segments):

@@ -34,7 +34,7 @@ from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
 from job.input.plan import FOOTER_READ_THREADS
 from job.output.formats import FOLDERS
 from job.output.night import Footer, Held, Night
-from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot
+from job.output.table import HISTORY_DIR, INDEX_DIR
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
@@ -45,7 +45,7 @@ def read_held(location: Location, read_manifest_too: bool) -> Held:
         names = tuple(n for n in _our_files(location) if n != LEASE_NAME)
     parts = frozenset(n for n in names if "/" not in n and n.startswith(PART_PREFIX) and n.endswith(PART_SUFFIX))
     finished = finished_manifest(location) if read_manifest_too and MANIFEST in names else None
-    snapshot = Snapshot.from_dict(finished.table) if finished is not None and finished.table is not None else None
+    snapshot = finished.table if finished is not None else None
     if snapshot is not None:  # parts a table format's commit removed, kept for time travel: no part of the table
         parts = parts - set(snapshot.retired)
     return Held(location.uri, names, parts, finished, snapshot)

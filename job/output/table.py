@@ -32,7 +32,7 @@ INDEX_HASH_KEY = "id_hash"  # the index's schema metadata: the id hash's version
 HISTORY_DIR = "_history"  # <output>/_history/<run id>.json: every run's manifest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file of the table: no __dict__ each
 class TableFile:
     """One input file of the table, as its part was made."""
 
@@ -85,8 +85,11 @@ class Snapshot:
         """What a table format checks against: our last commit's number and the version it made."""
         return TableState(self.number, self.version)
 
-    def to_dict(self) -> dict:
-        return {"files": {name: f.to_dict() for name, f in self.files.items()}, "columns": self.columns,
+    def to_dict(self, entries: bool = True) -> dict:
+        """As the manifest records it; ``entries=False``: each file's entry left a ``TableFile``, for an encoder that
+        makes each its dict as it writes it (``job.manifest.write_manifest``)."""
+        files = {name: f.to_dict() for name, f in self.files.items()} if entries else self.files
+        return {"files": files, "columns": self.columns,
                 "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()},
                 "number": self.number, "version": self.version, "retired": self.retired}
 

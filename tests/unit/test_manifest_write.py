@@ -2,7 +2,12 @@
 
 import json
 
+import pytest
+
+from job import manifest as manifest_module
+from job.input.data_files import FileIdentity
 from job.manifest import INDENTED_UP_TO_FILES, MANIFEST, copy_manifest, read_manifest, write_manifest
+from job.output.table import Snapshot, TableFile
 from storage import resolve
 from tests.common.parts import a_manifest
 
@@ -19,6 +24,34 @@ def test_a_big_manifest_is_compact_and_its_history_copy_the_same_bytes(data_root
     assert read_manifest(output) == big
     uri = copy_manifest(output, "_history/run.json")
     assert uri == output.uri_of(output.join("_history/run.json")) and _read(output, "_history/run.json") == text
+
+
+@pytest.mark.parametrize("together", [7, 10_000])
+def test_a_big_manifest_encoded_in_pieces_is_byte_for_byte_json_dumps(tmp_path, monkeypatch, together):
+    """The table's entries are encoded a slice at a time (``ENCODED_TOGETHER``), each made a dict only then: the
+    bytes are those of ``json.dumps`` of the whole record, however the slices fall, and read back as written."""
+    monkeypatch.setattr(manifest_module, "ENCODED_TOGETHER", together)
+    files = {f"day=1/f-{i}.parquet": TableFile(f"part-{i}.parquet", FileIdentity(100 + i, 1_700_000_000_000_000_000 + i),
+                                                 4, i % 3, removed=i == 5) for i in range(INDENTED_UP_TO_FILES + 3)}
+    table = Snapshot(files, {"id_column": "id", "shape_columns": None, "ids_as_text": True}, "_index/run.ids",
+                     retired={"part-old.parquet": 1.5})
+    big = a_manifest(files=sorted(entry.part for entry in files.values()), table=table,
+                     error_examples=[{"id": "é", "error": "undecodable"}])
+    output = resolve(str(tmp_path / "out"))
+    write_manifest(output, big)
+    expected = json.dumps(big.to_dict(), separators=(",", ":"), default=str).encode()
+    assert _read(output, MANIFEST) == expected
+    assert read_manifest(output) == big and read_manifest(output).table.files["day=1/f-5.parquet"].removed
+
+
+def test_a_manifest_whose_table_record_lacks_a_field_is_refused_by_name(tmp_path):
+    output = resolve(str(tmp_path / "out"))
+    record = a_manifest().to_dict() | {"table": {"columns": {}}}  # no "files"
+    output.filesystem.create_dir(output.path, recursive=True)
+    with output.filesystem.open_output_stream(output.join(MANIFEST)) as out:
+        out.write(json.dumps(record).encode())
+    with pytest.raises(ValueError, match="its table record has no 'files'"):
+        read_manifest(output)
 
 
 def _read(output, name: str) -> bytes:
