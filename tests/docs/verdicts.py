@@ -209,6 +209,8 @@ SKIPS: dict[str, Skip] = {
     "python -m benchmarks.startup_bench --runs 2 -- python -m runners.ray_job": Run(small={"--runs 2": "--runs 1"}, slow=True),
     "python -m benchmarks.finish_bench --files 10000,50000 --repeats 2": Run(
         small={"--files 10000,50000 --repeats 2": "--files 50 --repeats 1 --root /tmp/finish_bench"}, slow=True),
+    "python -m benchmarks.finish_bench --files 100000": Run(
+        small={"--files 100000": "--files 50 --root /tmp/finish_bench"}, slow=True),
     "python -m benchmarks.finish_bench --files 1000000": Skip(
         "a run over 1,000,000 files (over 30 minutes on 2 cores); the same bench runs CI-sized as --files 10000,50000"),
     "python -m benchmarks.ray_floor_bench --runs 5": Run(small={"--runs 5": "--runs 1 --batch 2"}, slow=True),
