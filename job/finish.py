@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 
 from job import report
 from job.engine import Engine, EngineRun, Job
-from job.memory import release_freed_memory
+from job.output.memory import release_freed_memory
 from job.manifest import MANIFEST, Counts, InputFiles, Manifest, copy_manifest, write_manifest
 from job.input.plan import InputFile
 from job.output import prefix

@@ -28,7 +28,7 @@ from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
 from job.input.unique_ids import FILES_HASHED_TOGETHER, hashed_together, id_hashes
 from job.manifest import Counts
-from job.memory import release_freed_memory
+from job.output.memory import release_freed_memory
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
 from job.output.table import repeated_hashes
@@ -37,7 +37,7 @@ from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
-# Every this many groups of parts read, the memory their reads freed is given back (job.memory): about 16,000 parts.
+# Every this many groups of parts read, the memory their reads freed is given back (job.output.memory): about 16,000 parts.
 RELEASE_EVERY_GROUPS = 256
 NO_MANIFEST = "no manifest was written"
 
