@@ -78,14 +78,15 @@ class Manifest:
     def to_dict(self) -> dict:
         """As JSON holds it (what a job returns): ``dataclasses.asdict``'s result, without its deep copy of the two
         fields that grow with the files (``files``, ``table``): a million-file table is copied once, not twice."""
-        return self._record(lambda snapshot: snapshot.to_dict())
+        return self._record(entries=True)
 
-    def _record(self, snapshot_record) -> dict:
+    def _record(self, entries: bool) -> dict:
+        """``to_dict``'s record; ``entries=False``: the table's entries left ``TableFile``s (``Snapshot.to_dict``)."""
         record = {}
         for name in (f.name for f in dataclasses.fields(self)):
             value = getattr(self, name)
             if name == "table":
-                record[name] = None if value is None else snapshot_record(value)
+                record[name] = None if value is None else value.to_dict(entries)
             elif name == "files":
                 record[name] = list(value)
             else:
@@ -105,8 +106,10 @@ class Manifest:
         values["timeline"] = Timeline(**data["timeline"])
         try:
             values["table"] = Snapshot.from_dict(data["table"]) if data.get("table") is not None else None
-        except (KeyError, TypeError) as e:
+        except KeyError as e:
             raise ValueError(f"not a manifest of this version: its table record has no {e}") from e
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"not a manifest of this version: its table record is not a snapshot ({e})") from e
         return cls(**values)
 
 
@@ -129,7 +132,7 @@ def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST)
     if len(manifest.files) <= INDENTED_UP_TO_FILES:
         pieces = [json.dumps(manifest.to_dict(), indent=2, default=str).encode()]
     else:
-        pieces = [piece.encode() for piece in _compact_json(manifest._record(lambda s: s.to_dict(entries=False)))]
+        pieces = [piece.encode() for piece in _compact_json(manifest._record(entries=False))]
     path = location.join(name)
     with storage_errors(location.uri), location.writer(path) as out:
         for piece in pieces:

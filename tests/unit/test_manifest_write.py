@@ -44,13 +44,15 @@ def test_a_big_manifest_encoded_in_pieces_is_byte_for_byte_json_dumps(tmp_path, 
     assert read_manifest(output) == big and read_manifest(output).table.files["day=1/f-5.parquet"].removed
 
 
-def test_a_manifest_whose_table_record_lacks_a_field_is_refused_by_name(tmp_path):
+@pytest.mark.parametrize("table, refusal", [({"columns": {}}, "its table record has no 'files'"),
+                                             (["part-a.parquet"], "its table record is not a snapshot")])
+def test_a_manifest_whose_table_record_is_not_a_snapshot_is_refused_saying_why(tmp_path, table, refusal):
     output = resolve(str(tmp_path / "out"))
-    record = a_manifest().to_dict() | {"table": {"columns": {}}}  # no "files"
+    record = a_manifest().to_dict() | {"table": table}
     output.filesystem.create_dir(output.path, recursive=True)
     with output.filesystem.open_output_stream(output.join(MANIFEST)) as out:
         out.write(json.dumps(record).encode())
-    with pytest.raises(ValueError, match="its table record has no 'files'"):
+    with pytest.raises(ValueError, match=refusal):
         read_manifest(output)
 
 
