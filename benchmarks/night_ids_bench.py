@@ -34,7 +34,8 @@ from job.input.plan import InputFile, InputPlan
 from job.output.id_index import IdIndex, write_index
 from job.input.unique_ids import hashes_of
 from job.output.incremental import check_new_ids
-from job.output.verify import PartFacts, require_unique
+from job.output.hashes_by_file import HashesByFile
+from job.output.verify import require_unique
 from storage import resolve
 
 INDEX = "_index/bench.ids"
@@ -66,7 +67,7 @@ def night(folder: str) -> dict:
     checked = time.perf_counter()
     # The night's parts as the final check reads them: the new files' ids.
     written = {os.path.basename(f.path): hashes_of(source, [(f.path, f.rows)], "id", True) for f in new}
-    parts = {f"part-{name}": PartFacts(len(h), 0, h) for name, h in written.items()}
+    parts = HashesByFile.of({f"part-{name}": h for name, h in written.items()})
     require_unique(output, parts, True, lambda hashes: {kept[f]: h for f, h in index.held(hashes, kept).items()})
     index.extended("next", [*kept, *written], written)
     ended = time.perf_counter()

@@ -38,13 +38,16 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     release_freed_memory()  # what the engine's run freed: the final check's reads allocate next
     snapshot, kept_removed = night.snapshot, night.kept_removed
     # The table's parts (part -> input file), and each part's input file relative to --input: names made once.
-    table = {**prepared.planned, **{e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}}
+    table = {**prepared.planned, **{e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}} if kept_removed \
+        else prepared.planned  # not copied: a million files' dict is 50 MB
     relpath = {part: prepared.relpath(f.path) for part, f in prepared.planned.items()} | {
         e.part: name for name, e in kept_removed.items()}
     checked = _check_table(prepared, table, relpath)
     release_freed_memory()  # what the parts' reads and their hashes held: the manifest is made next
     prepared.lease.check()  # the table is committed only by the run that holds the output
-    committed = commit_run(output, config, snapshot, checked.rows, night.removed, job.parts.schema, job.run_id)
+    rows = {entry.part: entry.rows for entry in checked.files.values()}  # part -> rows, in the table's order
+    committed = commit_run(output, config, snapshot, rows, night.removed, job.parts.schema, job.run_id)
+    del rows
     delta = diff(snapshot, {relpath[part]: f for part, f in prepared.planned.items()}, kept_removed)
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
@@ -72,7 +75,6 @@ class _Checked:
     """The table as the final check found it: what the rest of the last step needs, its parts' id hashes left behind."""
 
     files: dict[str, TableFile]  # input file (relative to --input) -> its entry in the table's snapshot
-    rows: dict[str, int]  # part -> its rows: the table format's commit
     counts: Counts
     examples: list[dict]
     segments: list[str]  # the ids index's segments, oldest first: the last names it in the manifest
@@ -90,12 +92,14 @@ def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: di
     verified = verify(output, table, read,
                       _known_facts(snapshot, relpath, unread), prepared.plan.ids_as_text, leaving,
                       _holding(previous, {relpath[part]: part for part in unread}))
-    segments = previous.extended(prepared.run_id, relpath.values(),
-                                 {relpath[part]: f.hashes for part, f in verified.facts.items() if f.hashes is not None})
+    release_freed_memory()  # what the parts' reads freed: the segment's sort and write allocate next
+    written = verified.hashes.renamed([relpath[part] for part in verified.hashes.names])  # by input file
+    segments = previous.extended(prepared.run_id, relpath.values(), written)
+    del written
+    release_freed_memory()
     files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
              for part in table}
-    return _Checked(files, {part: facts.rows for part, facts in verified.facts.items()}, verified.counts,
-                    verified.examples, segments)
+    return _Checked(files, verified.counts, verified.examples, segments)
 
 
 def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
@@ -122,7 +126,7 @@ def _holding(index: IdIndex, kept: dict[str, str]) -> KeptHolding:
 
 def _known_facts(snapshot: Snapshot | None, relpath: dict[str, str], unread: set[str]) -> dict[str, PartFacts]:
     """What the table already knows of the parts kept unread: rows and errors from the snapshot (ids: in the index)."""
-    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored, None)
+    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored)
             for part in relpath if part in unread}  # in the table's order, as the commit lists them
 
 

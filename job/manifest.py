@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -117,26 +118,35 @@ class Manifest:
 INDENTED_UP_TO_FILES = 1000
 # A dict or list of more entries than this is encoded this many at a time (``_compact_json``).
 ENCODED_TOGETHER = 10_000
+# A manifest's encoded bytes are held in memory up to this size, then in a local temporary file until uploaded
+# (``write_manifest``): about 4,000 files' worth.
+HELD_UP_TO_BYTES = 1 << 20
+UPLOAD_CHUNK_BYTES = 8 << 20  # read from that file and written to the store this much at a time
 
 
 def write_manifest(location: Location, manifest: Manifest, name: str = MANIFEST) -> str:
-    """Write ``_SUCCESS.json`` (or a copy under ``name``) in one PUT: atomic on S3; returns its URI.
+    """Write ``_SUCCESS.json`` (or a copy under ``name``) as one object: it appears whole or not at all; returns its URI.
 
     Indented for a person while the output is small; past ``INDENTED_UP_TO_FILES`` files, compact JSON
     (a third fewer bytes to write and read; ``jq .`` indents it for a person): the same JSON to a reader.
     The compact text is encoded ``ENCODED_TOGETHER`` table entries at a time, each entry made a dict only as
-    it is encoded: a million-file manifest is never held as a million dicts and one string beside its bytes
-    (``python -m benchmarks.finish_bench``: the driver's memory in its last step). Every byte is encoded before
-    the upload starts, so a failure while encoding publishes nothing.
+    it is encoded, into a local temporary file past ``HELD_UP_TO_BYTES``: a million-file manifest (about 230 MB)
+    is never held as a million dicts, one string or its bytes (``python -m benchmarks.finish_bench``: the
+    driver's memory in its last step). Every byte is encoded before the upload starts, so a failure while
+    encoding publishes nothing.
     """
     if len(manifest.files) <= INDENTED_UP_TO_FILES:
-        pieces = [json.dumps(manifest.to_dict(), indent=2, default=str).encode()]
+        pieces: Iterable[str] = [json.dumps(manifest.to_dict(), indent=2, default=str)]
     else:
-        pieces = [piece.encode() for piece in _compact_json(manifest._record(entries=False))]
+        pieces = _compact_json(manifest._record(entries=False))
     path = location.join(name)
-    with storage_errors(location.uri), location.writer(path) as out:
+    with tempfile.SpooledTemporaryFile(max_size=HELD_UP_TO_BYTES) as encoded:
         for piece in pieces:
-            out.write(piece)
+            encoded.write(piece.encode())
+        encoded.seek(0)
+        with storage_errors(location.uri), location.writer(path) as out:
+            while chunk := encoded.read(UPLOAD_CHUNK_BYTES):
+                out.write(chunk)
     return location.uri_of(path)
 
 

@@ -19,7 +19,7 @@ from job.input.unique_ids import splitmix64
 
 BITS_PER_ID = 16
 PROBES = 5  # bits set per hash, each from 6 bits of the mixed hash (its low 30 bits)
-_BUILD_CHUNK = 1 << 20  # hashes added at a time: bounds the temporaries to a few tens of MB
+_BUILD_CHUNK = 1 << 18  # hashes added at a time: bounds the temporaries to about 12 MB
 
 
 def words_for(ids: int) -> int:

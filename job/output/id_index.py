@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from job.input.unique_ids import ID_HASH_VERSION
-from job.output.id_segment import Segment, filter_name, read_segment
+from job.output.hashes_by_file import HashesByFile
+from job.output.id_segment import Segment, files_name, filter_name, read_segment
 from job.output.table import INDEX_DIR, INDEX_SUFFIX
 from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
@@ -59,9 +60,9 @@ class IdIndex:
         return cls(output, tuple(head if other == name else read_segment(output, other)[0] for other in names), version)
 
     @classmethod
-    def of_files(cls, output: Location, hashes: Mapping[str, np.ndarray]) -> IdIndex:
-        """An index, not written yet, of ``hashes`` ({input file: its ids' hashes}), in this version's hash."""
-        return cls(output, (Segment.of(hashes),))
+    def of_files(cls, output: Location, hashes: HashesByFile | Mapping[str, np.ndarray]) -> IdIndex:
+        """An index, not written yet, of ``hashes`` (its input files' ids' hashes), in this version's hash."""
+        return cls(output, (Segment.of(_by_file(hashes)),))
 
     @property
     def files(self) -> list[str]:
@@ -87,12 +88,12 @@ class IdIndex:
                 found.setdefault(segment.files[owner], []).append(hashes[at[owners[at] == owner]])
         return {file: np.unique(np.concatenate(found[file])) for file in sorted(found)}
 
-    def extended(self, run_id: str, table: Iterable[str], written: Mapping[str, np.ndarray]) -> list[str]:
-        """Write this run's segment: the hashes of the files it read (``written``: {input file: hashes}), merged
+    def extended(self, run_id: str, table: Iterable[str], written: HashesByFile | Mapping[str, np.ndarray]) -> list[str]:
+        """Write this run's segment: the hashes of the files it read (``written``, by input file), merged
         with the newest segments before it (see the module docstring); ``table``: every input file the table now
         holds. Returns the index's segments, oldest first: the last names it in the manifest."""
         kept = list(self.segments)
-        merged = [Segment.of(written)]
+        merged = [Segment.of(_by_file(written))]
         if any(segment.loaded is not None for segment in kept):
             merged, kept = kept + merged, []  # an index read whole is written whole, once
         while kept and kept[-1].rows <= MERGE_RATIO * sum(segment.rows for segment in merged):
@@ -123,14 +124,15 @@ class IdIndex:
         found = map_in_order(hashes_of, known, threads=min(PART_READ_THREADS, max(1, len(known))))
         return IdIndex.of_files(output, {file: hashes for file, hashes in found if hashes is not None})
 
-def write_index(output: Location, run_id: str, hashes: Mapping[str, np.ndarray]) -> str:
-    """Write an index of ``hashes`` ({input file: its ids' hashes}) alone; returns its name under the output."""
-    return IdIndex(output).extended(run_id, hashes, hashes)[-1]
+def write_index(output: Location, run_id: str, hashes: HashesByFile | Mapping[str, np.ndarray]) -> str:
+    """Write an index of ``hashes`` (its input files' ids' hashes) alone; returns its name under the output."""
+    hashes = _by_file(hashes)
+    return IdIndex(output).extended(run_id, hashes.names, hashes)[-1]
 
 
 def index_files(segments: Iterable[str]) -> set[str]:
     """The files under the output that an index of these segments is made of."""
-    return {name for segment in segments for name in (segment, filter_name(segment))}
+    return {name for segment in segments for name in (segment, filter_name(segment), files_name(segment))}
 
 
 def _merged(output: Location, segments: list[Segment], table: set[str]) -> Segment:
@@ -154,6 +156,11 @@ def _merged(output: Location, segments: list[Segment], table: set[str]) -> Segme
     if not hashes:
         return Segment.sorted_from("", files, np.empty(0, np.uint64), np.empty(0, np.int32))
     return Segment.sorted_from("", files, np.concatenate(hashes), np.concatenate(owners).astype(np.int32, copy=False))
+
+
+def _by_file(hashes: HashesByFile | Mapping[str, np.ndarray]) -> HashesByFile:
+    """Hashes by input file as the index takes them: a mapping ({file: hashes}, a few files) is made one."""
+    return hashes if isinstance(hashes, HashesByFile) else HashesByFile.of(hashes)
 
 
 def _newest(segments: Iterable[Segment]) -> dict[str, int]:

@@ -1,10 +1,15 @@
 """One segment of the table's ids index (``job.output.id_index``): the ids of the files one run read, on disk.
 
 ``<name>.ids`` is Parquet of (hash, file), sorted by hash, in row groups of ``ROWS_PER_GROUP`` rows;
-its schema metadata holds the id hash's version and, as JSON, its files (the ``file`` column numbers
-them), each row group's first hash, and the index's segments when it was written. ``<name>.bloom``
-beside it is a Bloom filter of its hashes (``job.output.bloom``). A segment answers which of some
-hashes it may hold by reading its filter, then only the row groups the filter cannot rule out.
+its schema metadata holds the id hash's version and, as JSON, each row group's first hash, the
+index's segments when it was written, and how many files it holds. ``<name>.files`` beside it is
+Parquet of those files' names, sorted (the ``file`` column numbers them); ``<name>.bloom`` is a Bloom
+filter of its hashes (``job.output.bloom``). A segment answers which of some hashes it may hold by
+reading its filter, then only the row groups the filter cannot rule out.
+
+The names are a column of their own, not the footer's JSON as segments written before had them
+(still read): a million names made a footer of 80 MB that Arrow and Parquet each copied while
+writing it, and that every night read whole; as a sorted, compressed column they are a few MB.
 
 An index of the earlier layout (one Parquet row per file: ``input_file``, ``hashes``) reads as one
 segment held whole in memory (``loaded``), as does a segment made by a run and not written yet.
@@ -13,7 +18,7 @@ segment held whole in memory (``loaded``), as does a segment made by a run and n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from itertools import pairwise
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +28,7 @@ import pyarrow.parquet as pq
 from job.errors import JobError
 from job.input.unique_ids import ID_HASH_VERSION
 from job.output import bloom
+from job.output.hashes_by_file import HashesByFile
 from job.output.table import INDEX_HASH_KEY, INDEX_SUFFIX
 from storage import Location, storage_errors
 
@@ -31,7 +37,8 @@ from storage import Location, storage_errors
 # 8 times smaller.
 ROWS_PER_GROUP = 1 << 13
 FILTER_SUFFIX = ".bloom"
-SEGMENT_KEY = "segment"  # a segment's schema metadata: JSON of its files, row groups' first hashes, the index's segments
+FILES_SUFFIX = ".files"
+SEGMENT_KEY = "segment"  # a segment's schema metadata: JSON of its row groups' first hashes, the index's segments, files
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,15 @@ class Segment:
     loaded: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def of(cls, hashes: Mapping[str, np.ndarray]) -> Segment:
-        """A segment, not written, of ``hashes`` ({input file: its ids' hashes})."""
-        files = tuple(sorted(hashes))
-        sizes = [len(hashes[file]) for file in files]
-        flat = np.concatenate([hashes[f] for f in files]).astype(np.uint64, copy=False) if files else np.empty(0, np.uint64)
-        owners = np.repeat(np.arange(len(files), dtype=np.int32), sizes)
-        return cls.sorted_from("", files, flat, owners)
+    def of(cls, hashes: HashesByFile) -> Segment:
+        """A segment, not written, of ``hashes`` (its files' ids' hashes): its files sorted by name."""
+        names = hashes.names
+        if all(a < b for a, b in pairwise(names)):  # a run's files, read in the plan's order: sorted already
+            return cls.sorted_from("", names, hashes.flat, hashes.owners())
+        order = sorted(range(len(names)), key=names.__getitem__)
+        rank = np.empty(len(order), np.int32)  # each file's number among the files sorted
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return cls.sorted_from("", tuple(names[number] for number in order), hashes.flat, np.repeat(rank, hashes.sizes))
 
     @classmethod
     def sorted_from(cls, name: str, files: tuple[str, ...], hashes: np.ndarray, owners: np.ndarray) -> Segment:
@@ -111,20 +120,20 @@ class Segment:
         return _column(table, "hash", np.uint64), _column(table, "file", np.int32)
 
     def write(self, output: Location, name: str, segments: list[str]) -> None:
-        """Write this segment (``loaded``) as ``name``, its filter first; ``segments``: the index's, itself last."""
+        """Write this segment (``loaded``) as ``name``, its filter and files first; ``segments``: the index's, itself
+        last."""
         hashes, owners = self.loaded
         with storage_errors(output.uri), output.writer(output.join(filter_name(name))) as out:
             out.write(bloom.build(hashes).astype("<u8", copy=False).tobytes())
-        record = {"files": list(self.files), "starts": [int(h) for h in self.starts], "segments": segments}
+        _write_parquet(output, files_name(name), pa.table({"file": pa.array(self.files, pa.string())}),
+                       compression="zstd", use_dictionary=False)  # sorted names: zstd takes most of their shared prefixes
+        record = {"starts": [int(h) for h in self.starts], "segments": segments, "file_count": len(self.files)}
         table = pa.table({"hash": pa.array(hashes, pa.uint64()), "file": pa.array(owners, pa.int32())},
                          metadata={INDEX_HASH_KEY: str(ID_HASH_VERSION), SEGMENT_KEY: json.dumps(record)})
-        sink = pa.BufferOutputStream()
         # Hashes are random 64-bit words: no dictionary or codec makes them smaller, and trying costs most of the write
         # (20,000,000 ids: 1.3 s with Parquet's defaults, 0.28 s without). Row groups are found by ``starts``.
-        pq.write_table(table, sink, row_group_size=ROWS_PER_GROUP, use_dictionary=False, compression="none",
+        _write_parquet(output, name, table, row_group_size=ROWS_PER_GROUP, use_dictionary=False, compression="none",
                        write_statistics=False)
-        with storage_errors(output.uri), output.writer(output.join(name)) as out:
-            out.write(sink.getvalue())
 
 
 def read_segment(output: Location, name: str) -> tuple[Segment, int, list[str]]:
@@ -154,13 +163,44 @@ def read_segment(output: Location, name: str) -> tuple[Segment, int, list[str]]:
         raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (a Parquet file, not an index "
                        "segment); pass --overwrite to redo the table")
     record = json.loads(metadata[SEGMENT_KEY.encode()])
-    segment = Segment(name, tuple(record["files"]), rows, np.array(record["starts"], np.uint64))
+    # Segments written before the files had a file of their own list them in this record.
+    files = tuple(record["files"]) if "files" in record else _read_files(output, name, record["file_count"])
+    segment = Segment(name, files, rows, np.array(record["starts"], np.uint64))
     return segment, version, list(record["segments"])
 
 
 def filter_name(segment: str) -> str:
     """The name of a segment's filter, beside it."""
     return segment.removesuffix(INDEX_SUFFIX) + FILTER_SUFFIX
+
+
+def files_name(segment: str) -> str:
+    """The name of the file listing a segment's input files, beside it."""
+    return segment.removesuffix(INDEX_SUFFIX) + FILES_SUFFIX
+
+
+def _read_files(output: Location, segment: str, count: int) -> tuple[str, ...]:
+    """A segment's input files, from the file beside it; a one-line JobError when it is gone or not as many."""
+    path = output.join(files_name(segment))
+    with storage_errors(output.uri_of(path)):
+        try:
+            with output.filesystem.open_input_file(path) as f:
+                files = pq.ParquetFile(f).read(columns=["file"]).column("file").to_pylist()
+        except (pa.ArrowException, OSError, KeyError) as e:  # gone, cut short, or not a list of files
+            raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); "
+                           "pass --overwrite to redo the table") from e
+    if len(files) != count:
+        raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (it lists {len(files)} files where "
+                       f"its segment has {count}); pass --overwrite to redo the table")
+    return tuple(files)
+
+
+def _write_parquet(output: Location, name: str, table: pa.Table, **options) -> None:
+    """``table`` as Parquet at ``name`` under the output, written to the store as it is encoded: not first into a
+    buffer as large as the file (a segment of 4,000,000 ids: 48 MB, grown by doubling). A write cut short leaves a
+    file that no manifest names, which no reader opens and the next run's tidy deletes."""
+    with storage_errors(output.uri), output.writer(output.join(name)) as out:
+        pq.write_table(table, out, **options)
 
 
 def _column(table: pa.Table, name: str, dtype: type) -> np.ndarray:

@@ -17,11 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from job.output.formats import TableState
 from job.input.data_files import FileIdentity, unchanged
-from job.input.unique_ids import repeated
 from job.input.plan import InputFile, InputPlan
 
 INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) per part, in Parquet
@@ -115,8 +112,3 @@ def diff(snapshot: Snapshot | None, planned: Mapping[str, InputFile], kept_remov
     replaced = tuple(sorted(name for name, f in planned.items() if name in before and not unchanged(before[name].identity, f.identity)))
     gone = sorted(name for name in before if name not in planned)
     return Delta(added, replaced, tuple(n for n in gone if n not in kept_removed), tuple(n for n in gone if n in kept_removed))
-
-
-def repeated_hashes(hashes: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Hash values held twice, within a file or across files: the ids to confirm by value."""
-    return repeated(np.concatenate(list(hashes.values())) if hashes else np.empty(0, np.uint64), own=True)[0]

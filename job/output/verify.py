@@ -31,8 +31,8 @@ from job.manifest import Counts
 from job.output.memory import release_freed_memory
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
-from job.output.table import repeated_hashes
-from job.input.unique_ids import ids_digest, repeat_line
+from job.output.hashes_by_file import HashesByFile
+from job.input.unique_ids import ids_digest, repeat_line, repeated
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
@@ -46,8 +46,6 @@ NO_MANIFEST = "no manifest was written"
 class PartFacts:
     rows: int
     errored: int
-    # Its ids' hashes (job.input.unique_ids.id_hashes), hashed as the input's ids are; None: kept unread, in the index.
-    hashes: np.ndarray | None
 
 
 # Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.id_index.IdIndex.held).
@@ -58,7 +56,10 @@ KeptHolding = Callable[[np.ndarray], Mapping[str, np.ndarray]]
 class Verified:
     counts: Counts
     examples: list[dict]  # a few error rows of the parts read
-    facts: dict[str, PartFacts]  # every part of the table, by name (the read ones' hashes: the index's next segment)
+    facts: dict[str, PartFacts]  # every part of the table, by name
+    # The parts read, by name: their ids' hashes (job.input.unique_ids.id_hashes), hashed as the input's ids are; the
+    # ids index's next segment. Parts kept unread have theirs in the index.
+    hashes: HashesByFile
 
 
 def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str, InputFile], kept: Mapping[str, PartFacts],
@@ -74,19 +75,23 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
     names = iter(read)
     groups = iter(lambda: {name: read[name] for name in islice(names, FILES_HASHED_TOGETHER)}, {})  # made as read
     facts: dict[str, PartFacts] = {}
+    hashed: list[HashesByFile] = []
     examples: list[dict] = []
     checked = map_in_order(lambda group: _check_parts(location, group, ids_as_text), groups,
                            threads=min(FOOTER_READ_THREADS, -(-len(read) // FILES_HASHED_TOGETHER)))
-    for number, (group_facts, group_examples) in enumerate(checked, start=1):
+    for number, (group_facts, group_hashes, group_examples) in enumerate(checked, start=1):
         facts |= group_facts
+        hashed.append(group_hashes)
         examples += group_examples[:ERROR_EXAMPLES - len(examples)]
         if number % RELEASE_EVERY_GROUPS == 0:
             release_freed_memory()  # what the reads freed, kept by each thread's allocator: a million parts, a GB
-    require_unique(location, facts, ids_as_text, kept_holding if kept else None)
-    facts = {**kept, **facts}
+    hashes = HashesByFile.concatenated(hashed) if hashed else HashesByFile.of({})
+    del hashed
+    require_unique(location, hashes, ids_as_text, kept_holding if kept else None)
+    facts = {**kept, **facts} if kept else facts
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
     counts = Counts(rows_in=sum(f.rows for f in table.values()), rows_out=rows_out, predicted=rows_out - errored, errored=errored)
-    return Verified(counts, examples, facts)
+    return Verified(counts, examples, facts, hashes)
 
 
 def part_hashes(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> np.ndarray:
@@ -105,14 +110,16 @@ def _as_input_ids(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> pa.Arra
     return array
 
 
-def _check_parts(location: Location, files: Mapping[str, InputFile], ids_as_text: bool) -> tuple[dict[str, PartFacts], list[dict]]:
+def _check_parts(location: Location, files: Mapping[str, InputFile],
+                 ids_as_text: bool) -> tuple[dict[str, PartFacts], HashesByFile, list[dict]]:
     """Read and hold a few parts (``files``: part name -> its input file) to their inputs, on one thread: their facts,
-    and their first error rows. Their ids are hashed in one call: a part of a few rows costs numpy's fixed cost of a
-    call more than its hashing (``unique_ids.hashed_together``)."""
+    their ids' hashes and their first error rows. Their ids are hashed in one call: a part of a few rows costs numpy's
+    fixed cost of a call more than its hashing (``unique_ids.hashed_together``)."""
     tables = {name: _read_part(location, name, file) for name, file in files.items()}
-    hashed = hashed_together([_as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)
-    facts = {name: _facts_of(name, files[name], t, hashes) for (name, t), (hashes, _) in zip(tables.items(), hashed)}
-    return facts, _error_examples(tables.values())
+    hashed = [hashes for hashes, _ in
+              hashed_together([_as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)]
+    facts = {name: _facts_of(name, files[name], t, hashes) for (name, t), hashes in zip(tables.items(), hashed)}
+    return facts, HashesByFile.joined(list(tables), hashed), _error_examples(tables.values())
 
 
 def _require_exactly(location: Location, table: Mapping[str, InputFile], leaving: Collection[str]) -> None:
@@ -149,26 +156,27 @@ def _facts_of(name: str, file: InputFile, table: pa.Table, hashes: np.ndarray) -
     if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
         raise DataError(f"{name} holds other ids than its input file {file.path}: the file changed while the job ran; "
                         f"{NO_MANIFEST}: run again with --resume, which redoes the files that changed")
-    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, hashes)
+    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count)
 
 
-def require_unique(location: Location, facts: Mapping[str, PartFacts], ids_as_text: bool,
+def require_unique(location: Location, hashes: HashesByFile, ids_as_text: bool,
                    kept_holding: KeptHolding | None = None) -> None:
-    """Refuse an id held twice in the table of these parts (``facts``, by part name) and the parts kept unread
-    (``kept_holding``: which of some hashes they hold): hashes first, then the ids themselves in the parts that hold
-    a repeat."""
-    hashes = {name: f.hashes for name, f in facts.items()}
-    repeated = repeated_hashes(hashes)
-    held = dict(kept_holding(np.concatenate(list(hashes.values())))) if kept_holding is not None and hashes else {}
+    """Refuse an id held twice in the table of these parts (``hashes``: their ids', by part name) and the parts kept
+    unread (``kept_holding``: which of some hashes they hold): hashes first, then the ids themselves in the parts that
+    hold a repeat."""
+    repeats = repeated(hashes.flat)[0]  # a sorted copy: the parts' hashes stay in their order
+    held = dict(kept_holding(hashes.flat)) if kept_holding is not None and len(hashes) else {}
     if held:
-        repeated = np.union1d(repeated, np.concatenate(list(held.values())))
-    if len(repeated) == 0:
+        repeats = np.union1d(repeats, np.concatenate(list(held.values())))
+    if len(repeats) == 0:
         return
     places: dict[str, list[tuple[str, int]]] = {}
+    read = set(hashes.names) if held else set()
+    holding = np.unique(hashes.owners()[np.isin(hashes.flat, repeats)]).tolist()
     # The table's parts before the run's: a repeat names the part that held the id first.
-    holders = [name for name in held if name not in hashes] + [name for name, h in hashes.items() if np.isin(h, repeated).any()]
+    holders = [name for name in held if name not in read] + [hashes.names[number] for number in holding]
     for name in holders:
-        for row, value in ids_hashed_to(location, name, repeated, ids_as_text):
+        for row, value in ids_hashed_to(location, name, repeats, ids_as_text):
             places.setdefault(value, []).append((name, row))
     twice = {value: where for value, where in places.items() if len(where) > 1}
     if twice:

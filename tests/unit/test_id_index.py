@@ -64,7 +64,7 @@ def test_the_newest_segments_merge_when_they_grow_and_the_merge_keeps_only_live_
     assert len(merged.segments) == 1 and merged.segments[0].rows == 2500 + 1500  # a.parquet and d's old ids dropped
     held = merged.held(np.concatenate([*hashes.values(), redone]), ["a.parquet", "b/c.parquet", "d.parquet"])
     assert list(held) == ["b/c.parquet", "d.parquet"] and np.array_equal(held["d.parquet"], np.sort(redone))
-    assert index_files(third) == {"_index/run-3.ids", "_index/run-3.bloom"}
+    assert index_files(third) == {"_index/run-3.ids", "_index/run-3.bloom", "_index/run-3.files"}
 
 
 def test_an_unreadable_index_is_one_line_naming_it_and_the_fix(tmp_path):
@@ -76,6 +76,43 @@ def test_an_unreadable_index_is_one_line_naming_it_and_the_fix(tmp_path):
     pq.write_table(pa.table({"x": [1]}), str(tmp_path / "_index" / "other.ids"))
     with pytest.raises(JobError, match=r"_index/other.ids: the table's id index cannot be read .*--overwrite"):
         IdIndex.read(output, "_index/other.ids")
+
+
+def test_a_segments_files_lie_beside_it_not_in_its_footer_and_one_written_before_still_reads(tmp_path):
+    """``<run>.files`` lists the segment's input files; a segment of the layout before it (its files in its footer's
+    JSON, no ``.files``) reads the same, and the next night writes its own segment the new way."""
+    import json
+
+    index, hashes = _index(tmp_path)
+    ids_path = tmp_path / "_index" / "run-1.ids"
+    record = json.loads(pq.read_schema(ids_path).metadata[id_segment.SEGMENT_KEY.encode()])
+    assert "files" not in record and record["file_count"] == 3
+    assert pq.read_table(tmp_path / "_index" / "run-1.files").column("file").to_pylist() == ["a.parquet", "b/c.parquet", "empty.parquet"]
+
+    table = pq.read_table(ids_path)  # as a segment was written before: its files in the footer
+    before = {key: value for key, value in record.items() if key != "file_count"} | {"files": ["a.parquet", "b/c.parquet", "empty.parquet"]}
+    metadata = {**table.schema.metadata, id_segment.SEGMENT_KEY.encode(): json.dumps(before).encode()}
+    pq.write_table(table.replace_schema_metadata(metadata), ids_path, row_group_size=id_segment.ROWS_PER_GROUP)
+    (tmp_path / "_index" / "run-1.files").unlink()
+    old = IdIndex.read(index.output, "_index/run-1.ids")
+    assert old.files == ["a.parquet", "b/c.parquet", "empty.parquet"]
+    assert np.array_equal(old.held(hashes["b/c.parquet"][:3], ["b/c.parquet"])["b/c.parquet"], np.sort(hashes["b/c.parquet"][:3]))
+    added = random_hashes(5)
+    night = IdIndex.read(index.output, old.extended("run-2", ["a.parquet", "b/c.parquet", "d.parquet"], {"d.parquet": added})[-1])
+    assert [segment.files for segment in night.segments] == [("a.parquet", "b/c.parquet", "empty.parquet"), ("d.parquet",)]
+    assert (tmp_path / "_index" / "run-2.files").exists() and list(night.held(added, ["d.parquet"])) == ["d.parquet"]
+
+
+@pytest.mark.parametrize("damage", ["gone", "other"])
+def test_a_segment_whose_files_are_gone_or_others_is_refused_naming_them(tmp_path, damage):
+    _index(tmp_path)
+    files = tmp_path / "_index" / "run-1.files"
+    if damage == "gone":
+        files.unlink()
+    else:
+        pq.write_table(pa.table({"file": ["a.parquet"]}), files)
+    with pytest.raises(JobError, match=r"_index/run-1.files: the table's id index cannot be read .*--overwrite"):
+        IdIndex.read(resolve(str(tmp_path)), "_index/run-1.ids")
 
 
 def test_an_index_of_the_earlier_layout_is_read_whole_and_written_again_as_a_segment(tmp_path):

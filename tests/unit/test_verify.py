@@ -9,18 +9,23 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import DataError
-from job.output.verify import PartFacts, part_hashes, require_unique
+from job.output.hashes_by_file import HashesByFile
+from job.output.verify import part_hashes, require_unique
 from storage import resolve
 
 
-def part(root, name: str, ids: list[str]) -> PartFacts:
-    """A committed part of ``ids`` under ``root``, and its facts as the final check knows them."""
+def part(root, name: str, ids: list[str]) -> np.ndarray:
+    """A committed part of ``ids`` under ``root``, and its ids' hashes as the final check makes them."""
     table = pa.table({"id": pa.array(ids, pa.string()), "error": pa.array([None] * len(ids), pa.string())})
     pq.write_table(table, root / name)
-    return PartFacts(len(ids), 0, part_hashes(table.column("id"), True))
+    return part_hashes(table.column("id"), True)
 
 
-def kept_table(root, files: int, ids_each: int) -> dict[str, PartFacts]:
+def by_part(hashes: dict[str, np.ndarray]) -> HashesByFile:
+    return HashesByFile.of(hashes)
+
+
+def kept_table(root, files: int, ids_each: int) -> dict[str, np.ndarray]:
     return {f"kept-{k}.parquet": part(root, f"kept-{k}.parquet", [f"old-{k}-{i}" for i in range(ids_each)])
             for k in range(files)}
 
@@ -28,7 +33,7 @@ def kept_table(root, files: int, ids_each: int) -> dict[str, PartFacts]:
 def test_new_ids_against_the_kept_parts_pass_when_all_differ(tmp_path):
     kept = kept_table(tmp_path, 4, 5)
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", "new-1"])}
-    require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
+    require_unique(resolve(str(tmp_path)), by_part({**kept, **read}), True)
 
 
 @pytest.mark.parametrize("holder", [0, 3])  # the first kept part and the last
@@ -37,23 +42,22 @@ def test_a_new_id_a_kept_part_holds_is_named_with_both_parts(tmp_path, holder):
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", f"old-{holder}-3"])}
     with pytest.raises(DataError, match=rf"output repeats ids: 'old-{holder}-3' is at \S*/kept-{holder}\.parquet row 3, "
                                         r"\S*/new\.parquet row 1 \(1 ids"):
-        require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
+        require_unique(resolve(str(tmp_path)), by_part({**kept, **read}), True)
 
 
 def test_an_id_repeated_among_the_new_parts_is_named(tmp_path):
     kept = kept_table(tmp_path, 2, 3)
     read = {"a.parquet": part(tmp_path, "a.parquet", ["x", "y"]), "b.parquet": part(tmp_path, "b.parquet", ["z", "y"])}
     with pytest.raises(DataError, match=r"output repeats ids: 'y' is at \S*/a\.parquet row 1, \S*/b\.parquet row 1 \(1 ids"):
-        require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
+        require_unique(resolve(str(tmp_path)), by_part({**kept, **read}), True)
 
 
 def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
     """A hash the kept facts share with a new id, while the kept part's ids differ (a collision): read, then let go."""
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0"])}
     kept = kept_table(tmp_path, 1, 3)
-    colliding = np.concatenate([kept["kept-0.parquet"].hashes, read["new.parquet"].hashes])
-    kept["kept-0.parquet"] = PartFacts(3, 0, colliding)
-    require_unique(resolve(str(tmp_path)), {**kept, **read}, True)
+    kept["kept-0.parquet"] = np.concatenate([kept["kept-0.parquet"], read["new.parquet"]])
+    require_unique(resolve(str(tmp_path)), by_part({**kept, **read}), True)
 
 
 @pytest.mark.parametrize("repeat", [False, True])
@@ -64,15 +68,15 @@ def test_the_kept_parts_are_asked_through_the_index_not_read(tmp_path, repeat):
 
     output = resolve(str(tmp_path))
     kept = kept_table(tmp_path, 3, 4)
-    index = IdIndex.read(output, write_index(output, "run-1", {name: f.hashes for name, f in kept.items()}))
+    index = IdIndex.read(output, write_index(output, "run-1", kept))
     read = {"new.parquet": part(tmp_path, "new.parquet", ["new-0", "old-2-1" if repeat else "new-1"])}
     (tmp_path / "kept-0.parquet").unlink()  # a part the index rules out is never opened
     holding = lambda hashes: index.held(hashes, list(kept))  # noqa: E731
     if not repeat:
-        require_unique(output, read, True, holding)
+        require_unique(output, by_part(read), True, holding)
         return
     with pytest.raises(DataError, match=r"output repeats ids: 'old-2-1' is at \S*/kept-2\.parquet row 1, \S*/new\.parquet row 1"):
-        require_unique(output, read, True, holding)
+        require_unique(output, by_part(read), True, holding)
 
 
 @pytest.mark.parametrize("ids_as_text", [True, False])
@@ -99,7 +103,9 @@ def test_parts_read_in_groups_keep_each_parts_own_hashes_and_name_the_one_that_c
     for k in (0, FILES_HASHED_TOGETHER - 1, FILES_HASHED_TOGETHER, parts - 1):
         facts = verified.facts[f"part-{k:05d}.parquet"]
         expected = part_hashes(pa.array(ids_of(k)), ids_as_text)
-        assert np.array_equal(facts.hashes, expected) and facts.rows == len(ids_of(k)) and facts.errored == (k % 5 == 0)
+        assert np.array_equal(verified.hashes.as_dict()[f"part-{k:05d}.parquet"], expected)
+        assert facts.rows == len(ids_of(k)) and facts.errored == (k % 5 == 0)
+    assert verified.hashes.names == tuple(table)  # in the order read, each once
     assert verified.counts.errored == len(range(0, parts, 5)) and len(verified.examples) == 3
 
     k = FILES_HASHED_TOGETHER + 2
