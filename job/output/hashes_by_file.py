@@ -18,7 +18,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class HashesByFile:
-    """File ``names[i]``'s id hashes are ``flat[starts[i]:starts[i] + sizes[i]]``; names are unique."""
+    """File ``names[i]``'s id hashes are the ``sizes[i]`` of ``flat`` after those of the files before it; names are
+    unique."""
 
     names: tuple[str, ...]
     sizes: np.ndarray  # int64, one per name

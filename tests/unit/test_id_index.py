@@ -162,3 +162,19 @@ def test_an_ids_hash_does_not_depend_on_the_ids_beside_it():
     beside = id_hashes(pa.array(["img-140-1-and-more-than-sixteen-bytes", "img-3-1"]), True)[0][1]
     assert alone == beside
     assert id_hashes(pa.array(["img-3-1", "img-3-2"]), True)[0][0] != id_hashes(pa.array(["img-3-2"]), True)[0][0]
+
+
+def test_a_segment_of_files_in_any_order_is_the_same_and_hashes_must_match_their_files():
+    """A run's parts come in the plan's order (sorted: no sort of a million names); any other order sorts them."""
+    from job.output.hashes_by_file import HashesByFile
+
+    hashes = {"a.parquet": random_hashes(3), "b/c.parquet": random_hashes(0), "d.parquet": random_hashes(5)}
+    in_order = id_segment.Segment.of(HashesByFile.of(hashes))
+    shuffled = id_segment.Segment.of(HashesByFile.of({name: hashes[name] for name in ["d.parquet", "a.parquet", "b/c.parquet"]}))
+    assert in_order.files == shuffled.files == ("a.parquet", "b/c.parquet", "d.parquet")
+    for built in (in_order, shuffled):
+        sorted_hashes, owners = built.loaded
+        assert np.array_equal(sorted_hashes, np.sort(np.concatenate(list(hashes.values()))))
+        assert {built.files[o] for o, h in zip(owners, sorted_hashes) if h in hashes["d.parquet"]} == {"d.parquet"}
+    with pytest.raises(ValueError, match="2 names, 2 sizes summing to 3 for 4 hashes"):
+        HashesByFile(("a", "b"), np.array([1, 2]), random_hashes(4))
