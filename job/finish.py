@@ -38,16 +38,16 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     release_freed_memory()  # what the engine's run freed: the final check's reads allocate next
     snapshot, kept_removed = night.snapshot, night.kept_removed
     # The table's parts (part -> input file), and each part's input file relative to --input: names made once.
-    table = {**prepared.planned, **{e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}} if kept_removed \
-        else prepared.planned  # not copied: a million files' dict is 50 MB
+    table = prepared.planned  # not copied: a million files' dict is 50 MB
+    if kept_removed:  # --keep-removed: the parts of files gone stay in the table
+        table = {**table, **{e.part: InputFile(name, e.rows) for name, e in kept_removed.items()}}
     relpath = {part: prepared.relpath(f.path) for part, f in prepared.planned.items()} | {
         e.part: name for name, e in kept_removed.items()}
     checked = _check_table(prepared, table, relpath)
     release_freed_memory()  # what the parts' reads and their hashes held: the manifest is made next
     prepared.lease.check()  # the table is committed only by the run that holds the output
-    rows = {entry.part: entry.rows for entry in checked.files.values()}  # part -> rows, in the table's order
-    committed = commit_run(output, config, snapshot, rows, night.removed, job.parts.schema, job.run_id)
-    del rows
+    committed = commit_run(output, config, snapshot, {entry.part: entry.rows for entry in checked.files.values()},
+                           night.removed, job.parts.schema, job.run_id)
     delta = diff(snapshot, {relpath[part]: f for part, f in prepared.planned.items()}, kept_removed)
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
@@ -95,8 +95,7 @@ def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: di
     release_freed_memory()  # what the parts' reads freed: the segment's sort and write allocate next
     written = verified.hashes.renamed([relpath[part] for part in verified.hashes.names])  # by input file
     segments = previous.extended(prepared.run_id, relpath.values(), written)
-    del written
-    release_freed_memory()
+    release_freed_memory()  # what the segment's sort and write freed: the table's entries are made next
     files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
              for part in table}
     return _Checked(files, verified.counts, verified.examples, segments)

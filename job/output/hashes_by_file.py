@@ -43,13 +43,14 @@ class HashesByFile:
 
     @classmethod
     def concatenated(cls, pieces: Sequence[HashesByFile]) -> HashesByFile:
-        """These (of different names) one after another."""
+        """These (of different names) one after another; none: no file."""
         if len(pieces) == 1:
             return pieces[0]
+        if not pieces:
+            return cls((), np.empty(0, np.int64), np.empty(0, np.uint64))
         names = tuple(name for piece in pieces for name in piece.names)
-        sizes = np.concatenate([p.sizes for p in pieces]) if pieces else np.empty(0, np.int64)
-        flat = np.concatenate([p.flat for p in pieces]) if pieces else np.empty(0, np.uint64)
-        return cls(names, sizes.astype(np.int64, copy=False), flat.astype(np.uint64, copy=False))
+        return cls(names, np.concatenate([p.sizes for p in pieces]).astype(np.int64, copy=False),
+                   np.concatenate([p.flat for p in pieces]).astype(np.uint64, copy=False))
 
     def __len__(self) -> int:
         return len(self.names)

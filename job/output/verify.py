@@ -85,8 +85,8 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
         examples += group_examples[:ERROR_EXAMPLES - len(examples)]
         if number % RELEASE_EVERY_GROUPS == 0:
             release_freed_memory()  # what the reads freed, kept by each thread's allocator: a million parts, a GB
-    hashes = HashesByFile.concatenated(hashed) if hashed else HashesByFile.of({})
-    del hashed
+    hashes = HashesByFile.concatenated(hashed)
+    del hashed  # the groups' arrays, copied into one
     require_unique(location, hashes, ids_as_text, kept_holding if kept else None)
     facts = {**kept, **facts} if kept else facts
     rows_out, errored = sum(f.rows for f in facts.values()), sum(f.errored for f in facts.values())
