@@ -62,8 +62,3 @@ class HashesByFile:
     def renamed(self, names: Sequence[str]) -> HashesByFile:
         """The same hashes, file ``i`` named ``names[i]`` (the final check's parts named by their input files)."""
         return HashesByFile(tuple(names), self.sizes, self.flat)
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        """{file: its hashes (views)}: for a few files (tests, refusals), not a million."""
-        ends = np.cumsum(self.sizes)
-        return {name: self.flat[end - size:end] for name, size, end in zip(self.names, self.sizes.tolist(), ends.tolist())}

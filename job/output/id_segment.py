@@ -98,15 +98,13 @@ class Segment:
         with storage_errors(output.uri_of(path)), output.filesystem.open_input_file(path) as f:
             size = f.size()
             if size != 8 * bloom.words_for(self.rows):
-                raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (its filter has {size} bytes "
-                               f"for {self.rows} ids); pass --overwrite to redo the table")
+                raise _unreadable(output.uri_of(path), f"its filter has {size} bytes for {self.rows} ids")
             words = np.empty(size // 8, "<u8")
             view, done = memoryview(words).cast("B"), 0
             while done < size:
                 got = f.readinto(view[done:])
                 if got == 0:
-                    raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (its filter ended at "
-                                   f"{done} of {size} bytes); pass --overwrite to redo the table")
+                    raise _unreadable(output.uri_of(path), f"its filter ended at {done} of {size} bytes")
                 done += got
         return words
 
@@ -149,8 +147,7 @@ def read_segment(output: Location, name: str) -> tuple[Segment, int, list[str]]:
                 table = parquet.read() if legacy else None
                 rows = parquet.metadata.num_rows
         except (pa.ArrowException, OSError) as e:  # a truncated or overwritten index: the table cannot vouch for its parts
-            raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); pass "
-                           "--overwrite to redo the table") from e
+            raise _unreadable(output.uri_of(path), str(e).splitlines()[0]) from e
     version = int(metadata.get(INDEX_HASH_KEY.encode(), b"1"))
     if legacy:
         cells = table.column("hashes").combine_chunks()
@@ -160,8 +157,7 @@ def read_segment(output: Location, name: str) -> tuple[Segment, int, list[str]]:
         owners = np.repeat(np.arange(len(files), dtype=np.int32), np.diff(offsets))
         return Segment.sorted_from(name, tuple(files), hashes.astype(np.uint64, copy=False), owners), version, [name]
     if SEGMENT_KEY.encode() not in metadata:
-        raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (a Parquet file, not an index "
-                       "segment); pass --overwrite to redo the table")
+        raise _unreadable(output.uri_of(path), "a Parquet file, not an index segment")
     record = json.loads(metadata[SEGMENT_KEY.encode()])
     # Segments written before the files had a file of their own list them in this record.
     files = tuple(record["files"]) if "files" in record else _read_files(output, name, record["file_count"])
@@ -172,6 +168,11 @@ def read_segment(output: Location, name: str) -> tuple[Segment, int, list[str]]:
 def filter_name(segment: str) -> str:
     """The name of a segment's filter, beside it."""
     return segment.removesuffix(INDEX_SUFFIX) + FILTER_SUFFIX
+
+
+def _unreadable(uri: str, why: str) -> JobError:
+    """The one-line refusal of an index file that cannot be read: the table cannot vouch for its parts without it."""
+    return JobError(f"{uri}: the table's id index cannot be read ({why}); pass --overwrite to redo the table")
 
 
 def files_name(segment: str) -> str:
@@ -187,11 +188,9 @@ def _read_files(output: Location, segment: str, count: int) -> tuple[str, ...]:
             with output.filesystem.open_input_file(path) as f:
                 files = pq.ParquetFile(f).read(columns=["file"]).column("file").to_pylist()
         except (pa.ArrowException, OSError, KeyError) as e:  # gone, cut short, or not a list of files
-            raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read ({str(e).splitlines()[0]}); "
-                           "pass --overwrite to redo the table") from e
+            raise _unreadable(output.uri_of(path), str(e).splitlines()[0]) from e
     if len(files) != count:
-        raise JobError(f"{output.uri_of(path)}: the table's id index cannot be read (it lists {len(files)} files where "
-                       f"its segment has {count}); pass --overwrite to redo the table")
+        raise _unreadable(output.uri_of(path), f"it lists {len(files)} files where its segment has {count}")
     return tuple(files)
 
 
