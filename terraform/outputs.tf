@@ -21,11 +21,12 @@ output "model_bucket" {
 }
 
 output "job_env" {
-  description = "INPUT_URI, OUTPUT_PREFIX and WEIGHTS_URI for the Anyscale job/schedule env_vars and the `ray job submit` command."
+  description = "INPUT_URI, OUTPUT_PREFIX and WEIGHTS_URI for the Anyscale job/schedule env_vars and the `ray job submit` command; GLUE_TABLE, the Glue name the Anyscale job registers its Delta table under."
   value = {
     INPUT_URI     = local.input_uri
     OUTPUT_PREFIX = local.output_prefix
     WEIGHTS_URI   = local.weights_uri
+    GLUE_TABLE    = "${var.glue_database}.${var.glue_delta_table}"
   }
 }
 
@@ -99,11 +100,16 @@ output "glue_database" {
 }
 
 output "glue_commit_policy_arn" {
-  description = "The Glue calls a nightly Iceberg commit makes; attached to the Ray head, included in sagemaker_runner. Attach it to whatever else runs a driver."
+  description = "The Glue calls a nightly Iceberg commit or a --glue-table registration makes; attached to the Ray head, included in sagemaker_runner. Attach it to whatever else runs a driver (the Anyscale cloud's instance role)."
   value       = aws_iam_policy.glue_commit.arn
 }
 
 output "databricks_external_location_url" {
   description = "Unity Catalog external location over the output prefix (null without Databricks): the bundle's output_prefix must lie in it."
   value       = one(databricks_external_location.output[*].url)
+}
+
+output "databricks_schema" {
+  description = "The Unity Catalog schema (catalog.schema) the nightly table is registered in (null without Databricks): the bundle's table_name is <this>.<table>."
+  value       = one(databricks_schema.predictions[*].id)
 }

@@ -137,12 +137,52 @@ variable "databricks_wheel_path" {
 }
 
 variable "glue_database" {
-  description = "Glue database of the Iceberg tables a run with --iceberg-catalog glue commits (--iceberg-table <this>.<table>). Lower-case letters, digits and _: the names Athena reads."
+  description = "Glue database of the Iceberg tables a run with --iceberg-catalog glue commits (--iceberg-table <this>.<table>), and of the Delta table the Anyscale job registers (--glue-table <this>.<glue_delta_table>). Lower-case letters, digits and _: the names Athena reads."
   type        = string
   default     = "batch_inference"
 
   validation {
     condition     = can(regex("^[a-z0-9_]{1,255}$", var.glue_database))
     error_message = "glue_database must be lower-case letters, digits and _ (Athena reads no other names; --iceberg-table refuses them too)."
+  }
+}
+
+variable "databricks_catalog" {
+  description = "Unity Catalog catalog of the schema the nightly table is registered in (it must exist; the deploying identity needs USE_CATALOG and CREATE_SCHEMA on it). The bundle's table_name starts with it."
+  type        = string
+  default     = "main"
+}
+
+variable "databricks_schema" {
+  description = "Schema created in databricks_catalog for the nightly table (the bundle's table_name is <catalog>.<this>.<table>)."
+  type        = string
+  default     = "batch_inference"
+
+  validation {
+    condition     = can(regex("^[a-z_][a-z0-9_]*$", var.databricks_schema))
+    error_message = "databricks_schema must be lower-case letters, digits and _, not starting with a digit: register_table writes the name unquoted."
+  }
+}
+
+variable "databricks_table_readers" {
+  description = "Groups, users or service principals (application ids) that may read the tables of databricks_schema: USE_SCHEMA and SELECT on the schema (they need USE_CATALOG on databricks_catalog too, which its owner grants). Empty: only the owner (the deploying identity) and admins."
+  type        = list(string)
+  default     = []
+}
+
+variable "databricks_job_principal" {
+  description = "The identity the Databricks job runs as (a service principal's application id) when it is not the deploying identity: it gets what register_table needs in the schema and the output's external location (USE_SCHEMA, CREATE_TABLE, CREATE_EXTERNAL_TABLE; USE_CATALOG on databricks_catalog is its owner's to grant), and owns the table it creates. Null: the job runs as the deploying identity, which owns the schema and the location."
+  type        = string
+  default     = null
+}
+
+variable "glue_delta_table" {
+  description = "Name in glue_database under which the Anyscale job registers its Delta table after each night (--glue-table, GLUE_TABLE of terraform output job_env), so Athena finds it."
+  type        = string
+  default     = "predictions"
+
+  validation {
+    condition     = can(regex("^[a-z0-9_]{1,255}$", var.glue_delta_table))
+    error_message = "glue_delta_table must be lower-case letters, digits and _ (Athena reads no other names; --glue-table refuses them too)."
   }
 }

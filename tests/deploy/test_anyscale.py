@@ -1,4 +1,5 @@
-"""deploy/anyscale/: the job, schedule and compute configs load with the Anyscale SDK's own models."""
+"""deploy/anyscale/: the job, schedule and compute configs load with the Anyscale SDK's own models; the night's
+Delta table is registered in the Glue database terraform declares, with the calls its policy grants."""
 
 import re
 import shlex
@@ -8,8 +9,11 @@ from anyscale.compute_config.models import ComputeConfig
 from anyscale.job.models import JobConfig
 from anyscale.schedule.models import ScheduleConfig
 
+import deploy_iam
 from deploy_helpers import (CPU_ONLY_INSTANCE, DEPLOY, DOCS, GPU_INSTANCE, load_yaml, module_command,
-                      runner_args)
+                      runner_args, tf_default)
+from job.config import GLUE_TABLE_NAME
+from runners.ray.glue import GLUE_ACTIONS
 
 ANYSCALE = DEPLOY / "anyscale"
 
@@ -49,7 +53,7 @@ def test_job_runs_the_ray_runner_with_one_gpu_actor_per_gpu_node(job, compute):
     assert args["--batch-size"] == "256"
     assert args["--input"] == "$INPUT_URI" and args["--weights"] == "$WEIGHTS_URI"
     assert args["--output"] == "$OUTPUT_PREFIX" and "--incremental" in args, "one table, updated each night"
-    assert set(job.env_vars) == {"INPUT_URI", "OUTPUT_PREFIX", "WEIGHTS_URI"}
+    assert set(job.env_vars) == {"INPUT_URI", "OUTPUT_PREFIX", "WEIGHTS_URI", "GLUE_TABLE"}
 
 
 def test_job_uses_the_registered_compute_config_the_docs_create(job):
@@ -88,3 +92,26 @@ def test_schedule_model_rejects_a_top_level_name():
     assert "name" not in raw
     with pytest.raises(TypeError):
         ScheduleConfig.from_dict({**raw, "name": "nightly"})
+
+
+def test_the_night_writes_delta_and_registers_it_in_the_glue_database_terraform_declares(job, tf):
+    args = runner_args(module_command(shlex.split(job.entrypoint), "runners.ray_job"))
+    assert args["--table-format"] == "delta" and args["--glue-table"] == "$GLUE_TABLE"
+    assert tf["output"]["job_env"]["value"]["GLUE_TABLE"] == "${var.glue_database}.${var.glue_delta_table}"
+    name = job.env_vars["GLUE_TABLE"]
+    assert name == f"{tf_default(tf, 'glue_database')}.{tf_default(tf, 'glue_delta_table')}"
+    assert GLUE_TABLE_NAME.fullmatch(name), f"--glue-table refuses {name}"
+    assert "boto3" in {re.split(r"[<>=!~\[]", r)[0] for r in job.requirements}, "the registration calls Glue through boto3"
+
+
+def test_the_glue_policy_grants_every_call_the_registration_makes_and_only_in_its_database(tf):
+    database, table = load_yaml("deploy/anyscale/job.yaml")["env_vars"]["GLUE_TABLE"].split(".")
+    arn = f"arn:aws:glue:{tf_default(tf, 'region')}:{deploy_iam.ACCOUNT}"
+    glue = deploy_iam.policy(tf, "glue_commit")
+    for action in GLUE_ACTIONS:  # recorded against moto's Glue by tests/integration/test_glue_registration.py
+        resources = [f"{arn}:catalog", f"{arn}:database/{database}"] + ([f"{arn}:table/{database}/{table}"]
+                                                                        if action != "GetDatabase" else [])
+        assert all(glue.allows(f"glue:{action}", r) for r in resources), action
+        assert not glue.allows(f"glue:{action}", f"{arn}:table/other_db/{table}"), action
+    docs = DOCS.read_text()
+    assert "glue_commit_policy_arn" in docs, "docs/DEPLOY.md must say to attach the Glue policy to the Anyscale cloud's role"

@@ -13,7 +13,7 @@ from deploy_helpers import DEPLOY, DOCS, REPO, load_yaml, module_command, ray_su
 SHARED = {"--input", "--output", "--weights", "--s3-endpoint-url", "--limit", "--batch-size",
           "--precision", "--overwrite", "--resume", "--incremental", "--keep-removed", "--image-column", "--id-column",
           "--table-format", "--time-travel-days"}
-ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors"},
+ENGINE = {"runners.ray_job": {"--address", "--num-gpu-actors", "--num-cpu-actors", "--glue-table"},
           "runners.spark_job": {"--udf"}}
 REQUIRED = {"--input", "--output", "--weights"}
 

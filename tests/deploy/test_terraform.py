@@ -11,7 +11,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 import deploy_iam
-from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, parse_hcl_dir, runner_args, tf_default
+from deploy_helpers import DOCS, GPU_INSTANCE, REPO, TERRAFORM, load_yaml, parse_hcl_dir, runner_args, tf_default
 
 TF_FILES = sorted(TERRAFORM.rglob("*.tf"))
 DATA_BUCKETS = ("input_bucket", "output_bucket", "model_bucket", "staging_bucket")
@@ -262,19 +262,82 @@ def test_the_glue_database_is_declared_and_only_the_drivers_may_commit_tables_in
     assert not any(a.startswith("glue:") for st in statements(tf, "sagemaker") for a in st["actions"])  # Batch Transform
 
 
-def test_unity_catalog_reads_the_output_prefix_through_the_external_location_the_table_is_registered_in(tf):
+def test_unity_catalog_reaches_the_output_prefix_through_an_external_location_tables_can_be_created_in(tf):
     location = tf["resource"]["databricks_external_location"]["output"]
-    assert location["url"] == "${local.output_prefix}" and location["read_only"] is True
+    assert location["url"] == "${local.output_prefix}"
     assert runner_args(tf["locals"]["spark_job_parameters"])["--output"] == location["url"]  # the job's table lies in it
-    assert location["credential_name"] == "${databricks_storage_credential.output[0].name}"
+    # Unity Catalog creates no table on a read-only location or through a read-only credential.
     credential = tf["resource"]["databricks_storage_credential"]["output"]
+    assert location["read_only"] is False and credential["read_only"] is False
+    assert location["credential_name"] == "${databricks_storage_credential.output[0].name}"
     assert credential["aws_iam_role"]["role_arn"].endswith(":role/${local.unity_catalog_role_name}")
     role = tf["resource"]["aws_iam_role"]["unity_catalog"]
     assert role["name"] == "${local.unity_catalog_role_name}"
     assert role["assume_role_policy"] == "${data.databricks_aws_unity_catalog_assume_role_policy.output[0].json}"
     assert tf["resource"]["aws_iam_role_policy"]["unity_catalog"]["policy"] == "${data.aws_iam_policy_document.unity_catalog_output.json}"
-    reader = deploy_iam.policy(tf, "unity_catalog_output")
+
+
+def test_unity_catalog_reads_and_maintains_the_table_prefix_and_nothing_else(tf):
+    role = deploy_iam.policy(tf, "unity_catalog_output")
     prefix = deploy_iam.resolve(tf, "${local.output_prefix}").removeprefix("s3://")
-    log = f"arn:aws:s3:::{prefix}_delta_log/00000000000000000000.json"
-    assert reader.allows("s3:GetObject", log) and not reader.allows("s3:PutObject", log)
-    assert not reader.allows("s3:GetObject", f"arn:aws:s3:::{deploy_iam.bucket_name(tf, 'input_bucket')}/images/x.parquet")
+    log, part = f"arn:aws:s3:::{prefix}_delta_log/00000000000000000000.json", f"arn:aws:s3:::{prefix}part-x.parquet"
+    assert role.allows("s3:GetObject", log)
+    # OPTIMIZE, VACUUM and a DELETE through Unity Catalog write and remove the table's files.
+    assert all(role.allows(action, part) for action in ("s3:PutObject", "s3:DeleteObject"))
+    bucket = prefix.split("/", 1)[0]
+    for elsewhere in (f"arn:aws:s3:::{bucket}/other/x.parquet",
+                      f"arn:aws:s3:::{deploy_iam.bucket_name(tf, 'input_bucket')}/images/x.parquet",
+                      f"arn:aws:s3:::{deploy_iam.bucket_name(tf, 'model_bucket')}/resnet50.pt"):
+        assert not any(role.allows(action, elsewhere) for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")), elsewhere
+
+
+def grants_of(resource: dict) -> list[dict]:
+    """The grant blocks of a databricks_grants resource, written or dynamic ({principal, privileges, for_each})."""
+    written = resource.get("grant", [])
+    grants = [{**g, "for_each": None} for g in (written if isinstance(written, list) else [written])]
+    dynamic = resource.get("dynamic", [])
+    for block in dynamic if isinstance(dynamic, list) else [dynamic]:
+        grants.append({**block["grant"]["content"], "for_each": block["grant"]["for_each"]})
+    return grants
+
+
+def test_the_schema_the_bundle_registers_into_exists_and_is_the_bundles(tf):
+    schema = tf["resource"]["databricks_schema"]["predictions"]
+    assert schema["count"] == "${local.databricks_count}"
+    assert (schema["catalog_name"], schema["name"]) == ("${var.databricks_catalog}", "${var.databricks_schema}")
+    bundle_table = load_yaml("deploy/databricks/databricks.yml")["variables"]["table_name"]["default"]
+    catalog, name, _table = bundle_table.split(".")
+    assert (catalog, name) == (tf_default(tf, "databricks_catalog"), tf_default(tf, "databricks_schema"))
+    assert tf["output"]["databricks_schema"]["value"] == "${one(databricks_schema.predictions[*].id)}"
+
+
+def test_readers_may_read_the_schema_and_the_job_may_register_its_table(tf):
+    grants = grants_of(tf["resource"]["databricks_grants"]["predictions_schema"])
+    assert tf["resource"]["databricks_grants"]["predictions_schema"]["schema"] == "${databricks_schema.predictions[0].id}"
+    by_source = {g["for_each"]: set(g["privileges"]) for g in grants}
+    assert by_source == {"${toset(var.databricks_table_readers)}": {"USE_SCHEMA", "SELECT"},
+                         "${local.databricks_job_principals}": {"USE_SCHEMA", "CREATE_TABLE"}}
+    location = tf["resource"]["databricks_grants"]["output_location"]
+    assert location["external_location"] == "${databricks_external_location.output[0].id}"
+    assert grants_of(location) == [{"principal": "${var.databricks_job_principal}", "for_each": None,
+                                    "privileges": ["CREATE_EXTERNAL_TABLE", "READ_FILES"]}]
+    # The catalog is not ours: grants on it would replace what each principal holds there.
+    assert "databricks_grant" not in tf["resource"]
+    assert "catalog" not in {key for g in tf["resource"]["databricks_grants"].values() for key in g}
+    assert tf_default(tf, "databricks_table_readers") == [] and tf_default(tf, "databricks_job_principal") is None
+
+
+# Privileges Unity Catalog accepts on each securable (the provider's databricks_grants documentation).
+UC_PRIVILEGES = {
+    "schema": {"ALL_PRIVILEGES", "APPLY_TAG", "CREATE_FUNCTION", "CREATE_TABLE", "CREATE_VOLUME", "MANAGE", "USE_SCHEMA",
+               "EXECUTE", "MODIFY", "REFRESH", "SELECT", "READ_VOLUME", "WRITE_VOLUME"},
+    "external_location": {"ALL_PRIVILEGES", "CREATE_EXTERNAL_TABLE", "CREATE_MANAGED_STORAGE", "CREATE_EXTERNAL_VOLUME",
+                          "MANAGE", "READ_FILES", "WRITE_FILES"},
+}
+
+
+def test_every_granted_privilege_exists_on_its_securable(tf):
+    for resource in tf["resource"]["databricks_grants"].values():
+        [securable] = [key for key in UC_PRIVILEGES if key in resource]
+        granted = {p for g in grants_of(resource) for p in g["privileges"]}
+        assert granted <= UC_PRIVILEGES[securable], f"{securable}: {granted - UC_PRIVILEGES[securable]}"
