@@ -22,10 +22,11 @@ from job.output.memory import release_freed_memory
 from job.manifest import MANIFEST, Counts, InputFiles, Manifest, copy_manifest, write_manifest
 from job.input.plan import InputFile
 from job.output import prefix
-from job.output.commit import commit_run
+from job.output.commit import TableChange, commit_run
 from job.output.id_index import IdIndex, index_files
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff
 from job.output.verify import KeptHolding, PartFacts, verify
+from job.output.night import Night
 from job.prepare import PreparedJob
 from job.timeline import summarize
 from storage import Location, storage_errors
@@ -46,8 +47,7 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     checked = _check_table(prepared, table, relpath)
     release_freed_memory()  # what the parts' reads and their hashes held: the manifest is made next
     prepared.lease.check()  # the table is committed only by the run that holds the output
-    committed = commit_run(output, config, snapshot, {entry.part: entry.rows for entry in checked.files.values()},
-                           night.removed, job.parts.schema, job.run_id)
+    committed = commit_run(output, config, snapshot, _table_change(night, checked.files), job.parts.table_schema, job.run_id)
     delta = diff(snapshot, {relpath[part]: f for part, f in prepared.planned.items()}, kept_removed)
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
@@ -91,7 +91,8 @@ def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: di
     read = {name: f for name, f in table.items() if name not in unread} if unread else table
     verified = verify(output, table, read,
                       _known_facts(snapshot, relpath, unread), prepared.plan.ids_as_text, leaving,
-                      _holding(previous, {relpath[part]: part for part in unread}))
+                      _holding(previous, {relpath[part]: part for part in unread}),
+                      exact=prepared.config.table_format == "parquet")
     release_freed_memory()  # what the parts' reads freed: the segment's sort and write allocate next
     written = verified.hashes.renamed([relpath[part] for part in verified.hashes.names])  # by input file
     segments = previous.extended(prepared.run_id, relpath.values(), written)
@@ -99,6 +100,14 @@ def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: di
     files = {relpath[part]: _table_file(part, table[part], verified.facts[part], kept_removed.get(relpath[part]))
              for part in table}
     return _Checked(files, verified.counts, verified.examples, segments)
+
+
+def _table_change(night: Night, files: dict[str, TableFile]) -> TableChange:
+    """What the night changes in the table: its parts after the run, each part's input file, what leaves and goes."""
+    before = night.snapshot.files.items() if night.snapshot is not None else ()
+    sources = {entry.part: name for name, entry in before} | {entry.part: name for name, entry in files.items()}
+    return TableChange({entry.part: entry.rows for entry in files.values()}, sources, night.removed, night.leaving,
+                       night.overwrite)
 
 
 def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
@@ -125,14 +134,14 @@ def _holding(index: IdIndex, kept: dict[str, str]) -> KeptHolding:
 
 def _known_facts(snapshot: Snapshot | None, relpath: dict[str, str], unread: set[str]) -> dict[str, PartFacts]:
     """What the table already knows of the parts kept unread: rows and errors from the snapshot (ids: in the index)."""
-    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored)
-            for part in relpath if part in unread}  # in the table's order, as the commit lists them
+    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored,
+                            snapshot.files[relpath[part]].size) for part in relpath if part in unread}  # in the table's order, as the commit lists them
 
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
     if kept_removed is not None:
-        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, removed=True)
-    return TableFile(part, file.identity, facts.rows, facts.errored)
+        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, removed=True, size=kept_removed.size)
+    return TableFile(part, file.identity, facts.rows, facts.errored, size=facts.size)
 
 
 def _tidy(output: Location, removed_parts: tuple[str, ...], segments: list[str]) -> None:

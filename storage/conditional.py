@@ -10,7 +10,10 @@ the standard credential chain: the same store and the same credentials as the da
 Locally every operation holds an exclusive ``flock`` on the object's folder while it reads and
 writes, so a compare-and-swap is atomic between processes on one machine (and on NFS where
 the mount supports locks); the kernel drops the lock when a process dies, so a crash never
-leaves it held.
+leaves it held. Readers that take no lock (pyiceberg polling ``version-hint.text``, a reader
+listing ``metadata/``) never see an object empty or half written either: a write fills a hidden
+temporary file beside it and then switches the name to it in one step (``link`` to create,
+``rename`` to replace), as an S3 PUT appears whole.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import pyarrow.fs as pafs
@@ -37,10 +41,9 @@ def create_exclusive(location: Location, path: str, data: bytes) -> str | None:
     """Write ``data`` at ``path`` only if nothing is there; returns its version, or None if something is."""
     if location.is_s3:
         return _s3_write(location, path, data, IfNoneMatch="*")
-    with _folder_lock(path):
+    with _folder_lock(path), _written_aside(path, data) as temporary:
         try:
-            with open(path, "xb") as out:
-                out.write(data)
+            os.link(temporary, path)  # atomic, and refused when the name exists: create-if-absent of the whole object
         except FileExistsError:
             return None
     return _version(data)
@@ -62,8 +65,8 @@ def replace_if(location: Location, path: str, data: bytes, version: str) -> str 
         current = _local_read(path)
         if current is None or current[1] != version:
             return None
-        with open(path, "wb") as out:  # under the lock, no reader sees it half written
-            out.write(data)
+        with _written_aside(path, data) as temporary:
+            os.replace(temporary, path)  # readers see the old bytes or the new, never a truncated file
     return _version(data)
 
 
@@ -95,6 +98,22 @@ def _folder_lock(path: str) -> Iterator[None]:
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextlib.contextmanager
+def _written_aside(path: str, data: bytes) -> Iterator[str]:
+    """A hidden file beside ``path`` holding ``data`` (flushed to disk), removed after the block if still there."""
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(temporary, "xb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())  # the name must never point at bytes a crash could still lose
+        yield temporary
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 def _local_read(path: str) -> tuple[bytes, str] | None:

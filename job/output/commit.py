@@ -1,13 +1,13 @@
-"""A run's change to the table, as a table format commits it: what it adds, removes, retires and deletes.
+"""A run's change to the table, as a table format commits it: what it adds, takes out, retires and deletes.
 
 ``job.finish`` calls ``commit_run`` after the final check and before the manifest. The plain
-Parquet folder (``--table-format parquet``) has no commit: the parts of input files gone are
-deleted once the manifest is written, as always. A Delta or Iceberg table gets ONE commit
-(``job.output.formats``): the parts the previous snapshot did not list are added, the parts it
-listed that this run's table does not hold are removed. Removed parts are retired, not deleted:
-an older version of the table still names them, so they stay readable for time travel until they
-are ``--time-travel-days`` old; the snapshot lists them (``Snapshot.retired``) so that the next
-night's bookkeeping knows them for no part of the table.
+Parquet folder (``--table-format parquet``) has no commit: the parts of input files gone or
+replaced are deleted once the manifest is written, as always. A Delta or Iceberg table gets ONE
+commit (``job.output.formats``) on its latest version, whoever else committed since: the parts the
+previous snapshot did not list are added, and the rows of the input files leaving the table go by
+their lineage, wherever other writers moved them. Files the commit takes out are never deleted at
+once: an older version still names them. Those this job wrote are retired (``Snapshot.retired``)
+and deleted once they left the table ``--time-travel-days`` ago; another writer's are VACUUM's.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pyarrow.fs as pafs
 
 from job.config import JobConfig
 from job.output.formats import Commit, TableAt, format_module
+from job.output.formats.by_source import REWRITTEN_PREFIX
+from job.output.parts import is_part_name
 from job.output.table import Snapshot
 from storage import Location, storage_errors
 
@@ -33,36 +35,52 @@ class Committed:
 
     number: int  # this run's number in the table
     version: int | None  # the table's version now (None: the plain folder)
-    retired: dict[str, float]  # parts out of the table, kept for time travel: part -> when it left
+    retired: dict[str, float]  # our files out of the table, kept for time travel: file -> when it left
     delete: tuple[str, ...]  # parts to delete once the manifest is written
 
 
-def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, table: Mapping[str, int],
-               removed: Sequence[str], schema: pa.Schema, run_id: str) -> Committed:
-    """Commit the run's table (``table``: part -> rows) in the configured format; ``removed``: parts of files gone."""
+@dataclass(frozen=True)
+class TableChange:
+    """What the night changes, as ``job.finish`` hands it over."""
+
+    table: Mapping[str, int]  # every part of the table after the run -> its rows
+    sources: Mapping[str, str]  # each of those parts, and the previous snapshot's, -> its input file (relative)
+    removed: Sequence[str] = ()  # parts to delete after the manifest: the plain folder's gone files, a stopped night's
+    leaving: frozenset[str] = frozenset()  # a table's input files whose rows leave it (replaced or gone)
+    overwrite: bool = False  # a table's --overwrite: every row of its current version leaves
+
+
+def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, change: TableChange, schema: pa.Schema,
+               run_id: str) -> Committed:
+    """Commit the run's ``change`` in the configured format (a plain folder: nothing to commit)."""
     number = previous.number + 1 if previous is not None else 1
     module = format_module(config.table_format, config.iceberg_catalog)
     if module is None:
-        return Committed(number, None, {}, tuple(removed))
+        return Committed(number, None, {}, tuple(change.removed))
     listed = {entry.part for entry in previous.files.values()} if previous is not None else set()
-    leaving = tuple(sorted(listed - set(table)))
+    adds = {part: rows for part, rows in change.table.items() if change.overwrite or part not in listed}
     version = previous.version if previous is not None else None
-    if leaving or set(table) - listed or version is None:
-        change = Commit({part: rows for part, rows in table.items() if part not in listed}, leaving, schema, number,
-                        run_id, config.time_travel_days)
-        at = TableAt.of(output, config)
-        version = module.commit(at, change)
-        version = module.current_version(at) if version is None else version
+    removed: tuple[str, ...] = ()
+    if adds or change.leaving or change.overwrite or version is None:
+        applied = module.commit(TableAt.of(output, config), Commit(
+            adds, change.leaving, schema, number, run_id, config.time_travel_days, change.overwrite, change.sources))
+        version, removed, number = applied.version, applied.removed, applied.number or number
     now = time.time()
-    retired = {**(previous.retired if previous is not None else {}), **{part: now for part in leaving}}
-    expired = {part for part, since in retired.items() if now - since >= config.time_travel_days * DAY_SECONDS}
-    never_listed = [part for part in removed if part not in listed]  # a stopped run's parts of files since gone
+    # Ours that left the table: by this commit, or by another writer's since the snapshot (a compaction of our parts).
+    left = {name for name in removed if _ours(name)} | (listed - set(change.table))
+    retired = {**(previous.retired if previous is not None else {}), **{name: now for name in sorted(left)}}
+    expired = {name for name, since in retired.items() if now - since >= config.time_travel_days * DAY_SECONDS}
     return Committed(number, version, {p: t for p, t in retired.items() if p not in expired},
-                     tuple(sorted(set(never_listed) | _present(output, expired))))
+                     tuple(sorted(set(change.removed) | _present(output, expired))))
+
+
+def _ours(name: str) -> bool:
+    """Whether this job wrote the data file ``name``: only those it ever deletes."""
+    return is_part_name(name) or name.startswith(REWRITTEN_PREFIX)
 
 
 def _present(output: Location, parts: set[str]) -> set[str]:
-    """Of ``parts``, those still on storage (a retired part may have been deleted by hand)."""
+    """Of ``parts``, those still on storage (a retired part may have been deleted by hand, or vacuumed)."""
     if not parts:
         return set()
     names = sorted(parts)

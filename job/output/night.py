@@ -8,7 +8,9 @@ spread over the driver; everything after it reads the ``Night`` it returns. It w
 reads only the footers it asks ``read_footers`` for, so each case is a unit test.
 
 The rules, whatever the engine:
-- ``--overwrite``: everything of ours under the prefix is cleared; every planned file runs.
+- ``--overwrite``: every planned file runs. A plain folder is cleared of everything of ours first;
+  a Delta or Iceberg table is not: its next version replaces every row (``overwrite``), so its
+  readers see the old table or the new one, never none.
 - Nothing of ours under the prefix: every planned file runs.
 - A finished table (``_SUCCESS.json``) and no flag: refused, naming the three flags.
 - ``--incremental`` on a finished table: an input file unchanged since the snapshot keeps its
@@ -23,6 +25,12 @@ The rules, whatever the engine:
 - Parts and no manifest (a first run was stopped): refused unless ``--resume`` or
   ``--incremental``, which adopt the parts their footers prove and run the other files; a part of
   no planned file is refused by ``--resume`` (the input changed) and removed by ``--incremental``.
+
+A Delta or Iceberg table is shared (``shared``): its log, not our listing, says where rows are.
+Other writers compact our parts into files of theirs, vacuum them, delete rows: an input file the
+snapshot holds at this version keeps its rows wherever they now lie, part file or not; a replaced
+or gone input file's rows leave by their lineage (``leaving``, committed by ``job.output.commit``);
+the only parts a night deletes are its own that no version ever named (a stopped night's).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from job.output.formats import FOLDERS
 from job.output.table import Snapshot, TableFile
 
 Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
+UNREADABLE: Footer = (-1, None)  # a part whose footer cannot be read: cut short or damaged
 FooterReader = Callable[[Sequence[str]], Mapping[str, Footer]]  # part names -> their footers, read together
 # (--keep-removed) the input files gone, by their table entry, and the parts this run writes -> the gone
 # files whose every id is in those parts' input files: moved (renamed), not removed.
@@ -56,6 +65,7 @@ class Held:
     parts: frozenset[str] = frozenset()  # the committed parts directly under it
     finished: Manifest | None = None  # its manifest, when a run finished there (read for --resume and --incremental)
     snapshot: Snapshot | None = None  # the table that manifest records (None: none, or an older version's manifest)
+    sizes: Mapping[str, int] = field(default_factory=dict)  # the committed parts' sizes, as listed
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,9 @@ class Night:
     clear: bool = False  # --overwrite: everything of ours is deleted before any work
     done: bool = False  # --resume on a whole finished table: its manifest is the answer
     notes: tuple[str, ...] = ()  # what the user should hear about the decision (a part redone, and why)
+    # A shared table: the input files (relative to --input) whose rows leave it, replaced or gone; by their lineage.
+    leaving: frozenset[str] = frozenset()
+    overwrite: bool = False  # a shared table's --overwrite: its next version replaces every row
 
     def pending(self, planned: Mapping[str, InputFile]) -> list[str]:
         """The planned parts this run writes (in plan order): every one not kept."""
@@ -86,7 +99,7 @@ class Night:
     def changes_table(self) -> bool:
         """Whether the run changes the table beyond running files: a part adopted or removed, a file newly gone but kept."""
         newly_gone = any(not entry.removed for entry in self.kept_removed.values())
-        return bool(self.adopted or self.removed or newly_gone)
+        return bool(self.adopted or self.removed or self.leaving or newly_gone)
 
 
 @dataclass(frozen=True)
@@ -129,7 +142,11 @@ def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held
     ``moved``: with --keep-removed, which input files gone reappear whole under another name (a
     renamed file): their parts are removed, not kept, or the table would hold their ids twice.
     """
+    shared = config.table_format != "parquet"
     if config.overwrite:
+        if shared and held.snapshot is not None:
+            strays = tuple(sorted(held.parts - {entry.part for entry in held.snapshot.files.values()}))
+            return Night(snapshot=held.snapshot, removed=strays, overwrite=True)
         return Night(clear=bool(held.files))
     if not held.files:
         return Night()
@@ -143,24 +160,27 @@ def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held
     if not (config.resume or config.incremental):
         raise JobError(f"{held.uri} already holds a finished job ({MANIFEST}); pass --incremental to run what the "
                        "input gained since, --overwrite to redo it all, or choose another --output")
-    snapshot = held.snapshot
-    if not config.incremental and (snapshot is None or _whole(snapshot, held.parts)):
+    snapshot, shared = held.snapshot, config.table_format != "parquet"
+    if not config.incremental and (snapshot is None or _whole(snapshot, held, shared)):
         return Night(previous=held.finished, snapshot=snapshot, done=True)
     if snapshot is None:
         raise JobError(f"{_uri_of(held, MANIFEST)} was written by an older version, without the table's snapshot "
                        "--incremental needs; run once with --overwrite to redo the table, then --incremental")
     by_part = {entry.part: entry for entry in snapshot.files.values()}
-    vouched = {name: None for name, file in planned.items()
-               if name in held.parts and name in by_part and unchanged(by_part[name].identity, file.identity)}
+    # A shared table's log says where the rows are: a part compacted away by another writer still holds its file.
+    vouched = {name: None for name, file in planned.items() if name in by_part and unchanged(by_part[name].identity, file.identity)
+               and (shared or _as_written(by_part[name], held))}
     kept, notes = _proven(planned, read_footers([n for n in sorted(held.parts) if n in planned and n not in vouched]))
     gone = {entry.part: name for name, entry in snapshot.files.items() if entry.part not in planned}
-    kept_removed = {gone[part]: by_part[part] for part in sorted(held.parts) if part in gone} if config.keep_removed else {}
+    kept_removed = {gone[part]: by_part[part] for part in sorted(gone) if shared or part in held.parts} if config.keep_removed else {}
     if kept_removed:
         running = [name for name in planned if name not in vouched and name not in kept]
         kept_removed = {name: e for name, e in kept_removed.items()
                         if name not in moved({name: e for name, e in kept_removed.items()}, running)}
-    removed = tuple(n for n in sorted(held.parts) if n not in planned and n not in {e.part for e in kept_removed.values()})
-    return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, notes=notes)
+    staying = {e.part for e in kept_removed.values()}
+    removed = tuple(n for n in sorted(held.parts) if n not in planned and n not in staying and not (shared and n in by_part))
+    leaving = frozenset(name for part, name in gone.items() if part not in staying) if shared else frozenset()
+    return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, leaving=leaving, notes=notes)
 
 
 def _on_partial(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
@@ -179,9 +199,18 @@ def _uri_of(held: Held, name: str) -> str:
     return f"{held.uri.rstrip('/')}/{name}"
 
 
-def _whole(snapshot: Snapshot, parts: frozenset[str]) -> bool:
-    """Whether the prefix holds exactly the parts the snapshot lists."""
-    return parts == {entry.part for entry in snapshot.files.values()}
+def _as_written(entry: TableFile, held: Held) -> bool:
+    """Whether the plain folder holds ``entry``'s part at the size it was written (a size not recorded: as listed)."""
+    return entry.part in held.parts and (entry.size is None or held.sizes.get(entry.part) == entry.size)
+
+
+def _whole(snapshot: Snapshot, held: Held, shared: bool) -> bool:
+    """Whether the prefix holds exactly the parts the snapshot lists, as written (a shared table: no part it does not
+    list, as other writers may have compacted and vacuumed the ones it lists)."""
+    listed = {entry.part for entry in snapshot.files.values()}
+    if shared:
+        return held.parts <= listed
+    return held.parts == listed and all(_as_written(entry, held) for entry in snapshot.files.values())
 
 
 def _proven(planned: Mapping[str, InputFile], footers: Mapping[str, Footer]) -> tuple[dict[str, dict | None], tuple[str, ...]]:
@@ -192,7 +221,9 @@ def _proven(planned: Mapping[str, InputFile], footers: Mapping[str, Footer]) -> 
     kept, notes = {}, []
     for name, (rows, record) in footers.items():
         file, recorded = planned[name], (record or {}).get("identity")
-        if rows == file.rows and unchanged(FileIdentity.from_dict(recorded), file.identity):
+        if (rows, record) == UNREADABLE:
+            notes.append(f"{name}: the part cannot be read (cut short or damaged): running its input file again")
+        elif rows == file.rows and unchanged(FileIdentity.from_dict(recorded), file.identity):
             kept[name] = record
         else:
             listed = file.identity.to_dict() if file.identity is not None else None

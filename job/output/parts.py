@@ -27,6 +27,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +41,7 @@ from job.errors import DataError
 from job.execution import Execution
 from job.input.data_files import FileIdentity, input_relpath
 from job.input.plan import InputFile, InputPlan
-from job.output.rows import EMBEDDING
+from job.output.rows import EMBEDDING, model_lineage, stored_schema, with_lineage
 from job.timeline import progress_events
 from storage import Location, storage_errors
 
@@ -48,6 +49,7 @@ STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared aft
 PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options", "identity"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
+PART_NAME = re.compile(r"part-[A-Za-z0-9._-]*-[0-9a-f]{8}(-[0-9a-f]{8}){0,2}\.parquet")  # what part_name makes
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
 OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "max_pixels")
 # ...the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
@@ -57,23 +59,31 @@ EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "em
 MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
 
 
-def part_name(input_root: str, path: str, version: FileIdentity | None = None) -> str:
-    """``part-<stem>-<8 hex>.parquet`` for an input file (a path inside the input filesystem).
+def part_name(input_root: str, path: str, version: FileIdentity | None = None, salt: str = "") -> str:
+    """``part-<stem>-<8 hex>-<8 hex>.parquet`` for an input file (a path inside the input filesystem) at ``version``.
 
-    ``version``: the input file's identity, for a table format (Delta, Iceberg) whose older versions still
-    name the previous part: ``part-<stem>-<8 hex>-<8 hex>.parquet``, a new object for each version of the file,
-    so a replaced file's part never overwrites the bytes an older table version reads.
+    The second digest names the input file's version (its identity): each version of a file gets a new
+    object, so a replaced file's part never overwrites bytes a reader (or a table's older version) reads,
+    and a stopped night's new parts stand beside last night's instead of over them. ``salt`` (the run id of
+    an ``--overwrite`` of a table) gives a third, so that its parts never take the name of one the table holds.
     """
     relative = input_relpath(input_root, path)
     stem = posixpath.basename(relative).removesuffix(".parquet")
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:STEM_CHARS]
     versioned = "" if version is None else "-" + _digest(json.dumps(version.to_dict(), sort_keys=True))
-    return f"{PART_PREFIX}{stem}-{_digest(relative)}{versioned}{PART_SUFFIX}"
+    salted = "-" + _digest(salt) if salt else ""
+    return f"{PART_PREFIX}{stem}-{_digest(relative)}{versioned}{salted}{PART_SUFFIX}"
 
 
-def file_part_name(input_root: str, file: InputFile, versioned: bool) -> str:
-    """The part's name of a planned file; ``versioned`` (a table format, ``formats.keeps_versions``): by its version too."""
-    return part_name(input_root, file.path, file.identity if versioned else None)
+def file_part_name(input_root: str, file: InputFile, salt: str = "") -> str:
+    """The part's name of a planned file, by its path and version (``part_name``)."""
+    return part_name(input_root, file.path, file.identity, salt)
+
+
+def is_part_name(name: str) -> bool:
+    """Whether ``name`` (relative to the prefix) is one of our parts: other writers of a shared table (OPTIMIZE's
+    ``part-00000-<uuid>-c000.zstd.parquet``) start theirs with ``part-`` too."""
+    return PART_NAME.fullmatch(name) is not None
 
 
 def _digest(text: str) -> str:
@@ -99,20 +109,31 @@ class Parts:
     staging: str  # <output>/_staging/<run id>: local temporaries
     input_root: str  # the input prefix inside its filesystem; part names hash paths relative to it
     options: dict  # output_options(): recorded in each footer
-    schema: pa.Schema  # job.output.rows.output_schema(): every part is cast to it
-    versioned: bool = False  # a table format's parts: named by their input file's version too (``part_name``)
+    schema: pa.Schema  # job.output.rows.output_schema(): the rows an engine hands over are cast to it
+    run_id: str = ""  # the run writing them: each row's run_id
+    salt: str = ""  # part names' salt (``part_name``): the run id of an --overwrite of a table
+    in_table: bool = False  # a Delta or Iceberg table's part: the embedding a plain list (``rows.stored_schema``)
+
+    @property
+    def table_schema(self) -> pa.Schema:
+        """What a part holds on storage: the rows' columns and their lineage (``job.output.rows.table_schema``)."""
+        return stored_schema(self.schema, self.in_table)
 
     def name(self, file: InputFile) -> str:
-        return file_part_name(self.input_root, file, self.versioned)
+        return file_part_name(self.input_root, file, self.salt)
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""
         if table.num_rows != file.rows:
             raise RuntimeError(f"{file.path}: {table.num_rows} output rows for {file.rows} input rows; its part was not written")
         name, fs = self.name(file), self.output.filesystem
-        record = {"input_file": input_relpath(self.input_root, file.path), "rows": file.rows, "options": self.options,
+        source = input_relpath(self.input_root, file.path)
+        record = {"input_file": source, "rows": file.rows, "options": self.options,
                   "identity": file.identity.to_dict() if file.identity is not None else None}
-        data = _serialize(table.select(self.schema.names).cast(self.schema), {PART_METADATA: json.dumps(record)})
+        model = model_lineage(self.options.get("arch", "unknown"), self.options.get("weights_sha256"))
+        rows = with_lineage(table.select(self.schema.names).cast(self.schema), source, self.run_id, model,
+                            datetime.now(timezone.utc)).cast(self.table_schema)
+        data = _serialize(rows, {PART_METADATA: json.dumps(record)})
         final = self.output.join(name)
         with storage_errors(self.output.uri_of(final)):
             if self.output.is_s3:

@@ -30,31 +30,55 @@ import pyarrow.fs as pafs
 from job.errors import JobError
 from job.lease.lease import LEASE_NAME
 from job.manifest import MANIFEST, Manifest, read_manifest
-from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, read_part_record
+from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, is_part_name, read_part_record
 from job.input.plan import FOOTER_READ_THREADS
 from job.output.formats import FOLDERS
-from job.output.night import Footer, Held, Night
+from job.output.nesting import refuse_holding_another
+from job.output.night import UNREADABLE, Footer, Held, Night
 from job.output.table import HISTORY_DIR, INDEX_DIR
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
-def read_held(location: Location, read_manifest_too: bool) -> Held:
-    """What the prefix holds (our files; refused if any is not ours), and its manifest when ``read_manifest_too``."""
+def read_held(location: Location, read_manifest_too: bool, shared: bool = False, overwrite: bool = False) -> Held:
+    """What the prefix holds, and its manifest when ``read_manifest_too`` (``overwrite``: one that cannot be read is
+    no manifest, as --overwrite replaces it).
+
+    ``shared``: a Delta or Iceberg table, which other writers commit to: their files are expected (the
+    format's log says what the table holds), and only parts named as ours are ours. A plain folder holding
+    a file this job did not write is refused.
+    """
     with storage_errors(location.uri):
         # The lease is this run's (the caller took it): not output, never cleared by --overwrite.
-        names = tuple(n for n in _our_files(location) if n != LEASE_NAME)
+        listed = _files(location, refuse_foreign=not shared)
+        names = tuple(n for n in listed if n != LEASE_NAME)
+    if shared:
+        names = tuple(n for n in names if n.startswith(_OURS) and ("/" in n or is_part_name(n)) or n == MANIFEST)
     parts = frozenset(n for n in names if "/" not in n and n.startswith(PART_PREFIX) and n.endswith(PART_SUFFIX))
-    finished = finished_manifest(location) if read_manifest_too and MANIFEST in names else None
+    finished = None
+    if read_manifest_too and MANIFEST in names:
+        try:
+            finished = finished_manifest(location)
+        except JobError:
+            if not overwrite:
+                raise
     snapshot = finished.table if finished is not None else None
     if snapshot is not None:  # parts a table format's commit removed, kept for time travel: no part of the table
         parts = parts - set(snapshot.retired)
-    return Held(location.uri, names, parts, finished, snapshot)
+    return Held(location.uri, names, parts, finished, snapshot, {name: listed[name] for name in parts})
 
 
 def read_footers(location: Location, names: Sequence[str]) -> dict[str, Footer]:
-    """The footers (rows, record) of the committed parts ``names``, read in parallel."""
-    return dict(zip(names, map_in_order(lambda name: read_part_record(location, name), names,
+    """The footers (rows, record) of the committed parts ``names``, read in parallel; a part whose bytes are no
+    Parquet (cut short, damaged) is ``UNREADABLE``: the night runs its file again."""
+    return dict(zip(names, map_in_order(lambda name: _footer(location, name), names,
                                         threads=min(FOOTER_READ_THREADS, len(names)))))
+
+
+def _footer(location: Location, name: str) -> Footer:
+    try:
+        return read_part_record(location, name)
+    except ValueError:  # pyarrow's ArrowInvalid: no Parquet footer there
+        return UNREADABLE
 
 
 def clear(location: Location, held: Held) -> None:
@@ -73,15 +97,20 @@ def require_same_options(location: Location, night: Night, options: dict) -> Non
             _require_same_options(location.uri_of(location.join(name)), record.get("options"), options)
 
 
-def _our_files(location: Location) -> list[str]:
-    """The files under the prefix (relative names); raise if any is not ours."""
+_OURS = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/", *(f"{folder}/" for folder in FOLDERS.values()))
+
+
+def _files(location: Location, refuse_foreign: bool) -> dict[str, int]:
+    """The files under the prefix (relative names, sorted) and their sizes; with ``refuse_foreign``, raise if any is not
+    ours."""
     infos = location.filesystem.get_file_info(pafs.FileSelector(location.path, recursive=True, allow_not_found=True))
-    names = sorted(os.path.relpath(i.path, location.path) for i in infos if i.type == pafs.FileType.File)
-    ours = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/", *(f"{folder}/" for folder in FOLDERS.values()))
-    foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith(ours))]
-    if foreign:
+    sizes = dict(sorted((os.path.relpath(i.path, location.path), i.size) for i in infos if i.type == pafs.FileType.File))
+    names = list(sizes)
+    refuse_holding_another(location, names)  # another job's table below this one, named as such
+    foreign = [n for n in names if not (n in (MANIFEST, LEASE_NAME) or n.startswith(_OURS))]
+    if foreign and refuse_foreign:
         raise JobError(f"{location.uri} holds files this job did not write (e.g. {foreign[0]}); choose an empty --output")
-    return names
+    return sizes
 
 
 def finished_manifest(location: Location) -> Manifest:

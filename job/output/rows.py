@@ -10,11 +10,18 @@ SageMaker handler and its assembly, ``runners.compare`` and the tests' contract.
 never reached the model), so the engines cannot drift: a row that decoded gets its top-k, their
 class names and its embedding; a row that did not gets nulls and its ``error``. ``label_name``
 and ``topk_label_names`` are always there, null when the model's class names are not known.
+
+``table_schema(execution)`` is what a part on storage holds: those columns and then the row's
+lineage (``LINEAGE_FIELDS``), which the part writer adds (``with_lineage``) to every row of every
+engine: the input file it came from (relative to ``--input``), the run, the model and when. A shared
+table's other writers move rows between files (compaction); the lineage is what still says where a
+row came from, so a night removes a replaced input file's rows by it (``SOURCE``), and so can a user.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +42,13 @@ PREDICTION_FIELDS = (
     pa.field("topk_label_names", pa.list_(pa.string())),
     pa.field("topk_scores", pa.list_(pa.float32())),
 )
+SOURCE = "source_file"  # the lineage column naming the row's input file: what a night removes rows by
+LINEAGE_FIELDS = (
+    pa.field(SOURCE, pa.string()),  # the input file (or object group's file) relative to --input
+    pa.field("run_id", pa.string()),  # the run that made the row (its manifest: _history/<run id>.json)
+    pa.field("model", pa.string()),  # "<arch> sha256:<16 hex of the weights' digest>" (model_lineage)
+    pa.field("made_at", pa.timestamp("us", tz="UTC")),  # when its part was written
+)
 
 
 def output_schema(execution: Execution) -> pa.Schema:
@@ -43,6 +57,67 @@ def output_schema(execution: Execution) -> pa.Schema:
     if execution.embeddings is not None:
         fields.append(embedding_field(execution.embeddings, execution.model.embedding_dim))
     return pa.schema([*fields, ERROR_FIELD])
+
+
+def table_schema(execution: Execution, in_table: bool = False) -> pa.Schema:
+    """The columns of a part on storage: ``output_schema`` and then the lineage (``stored_schema``)."""
+    return stored_schema(output_schema(execution), in_table)
+
+
+def stored_schema(columns: pa.Schema, in_table: bool) -> pa.Schema:
+    """What a part on storage holds: ``columns`` (an ``output_schema``), then the lineage, with Parquet field ids.
+
+    ``in_table`` (a Delta or Iceberg table): the embedding is a plain list, the only list type those logs declare;
+    readers that take a table's types from its log (polars) refuse a part holding a fixed-size list against it.
+    """
+    fields = [_as_plain_list(field) if in_table else field for field in columns]
+    return with_field_ids(pa.schema([*fields, *LINEAGE_FIELDS], metadata=columns.metadata))
+
+
+def with_field_ids(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with a ``PARQUET:field_id`` on every field, nested ones too, numbered as Iceberg numbers a new
+    table's columns (pyiceberg's ``assign_fresh_schema_ids``): a struct's fields first, 1, 2, ..., then each field's
+    nested fields in order. Readers that find an Iceberg table's columns by id (Daft, which ignores name mapping)
+    then read the parts the table adds as they are."""
+    counter = iter(range(1, 1 << 31))
+    ids = [next(counter) for _ in schema]
+    return pa.schema([_numbered(field, field_id, counter) for field, field_id in zip(schema, ids)], metadata=schema.metadata)
+
+
+def _numbered(field: pa.Field, field_id: int, counter) -> pa.Field:
+    """``field`` with its id, its nested fields numbered from ``counter`` (the order of ``with_field_ids``)."""
+    type_ = field.type
+    if pa.types.is_struct(type_):
+        ids = [next(counter) for _ in range(type_.num_fields)]
+        type_ = pa.struct([_numbered(type_.field(i), ids[i], counter) for i in range(type_.num_fields)])
+    elif pa.types.is_map(type_):
+        key_id, item_id = next(counter), next(counter)
+        type_ = pa.map_(_numbered(type_.key_field, key_id, counter), _numbered(type_.item_field, item_id, counter))
+    elif pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
+        element = _numbered(type_.value_field, next(counter), counter)
+        type_ = (pa.list_(element, type_.list_size) if pa.types.is_fixed_size_list(type_)
+                 else pa.large_list(element) if pa.types.is_large_list(type_) else pa.list_(element))
+    return field.with_type(type_).with_metadata({**(field.metadata or {}), b"PARQUET:field_id": str(field_id).encode()})
+
+
+def _as_plain_list(field: pa.Field) -> pa.Field:
+    """A fixed-size list field as a plain list of the same values (other fields as they are)."""
+    if not pa.types.is_fixed_size_list(field.type):
+        return field
+    return field.with_type(pa.list_(field.type.value_field))
+
+
+def model_lineage(arch: str, weights_sha256: str | None) -> str:
+    """The ``model`` lineage value: the architecture and the start of its weights' digest."""
+    return f"{arch} sha256:{(weights_sha256 or 'unknown')[:16]}"
+
+
+def with_lineage(table: pa.Table, source: str, run_id: str, model: str, made_at: datetime) -> pa.Table:
+    """``table`` (in ``output_schema``) with the lineage columns, the same value on every row."""
+    values = (source, run_id, model, made_at)
+    for field, value in zip(LINEAGE_FIELDS, values):
+        table = table.append_column(field, pa.array([value] * table.num_rows, field.type))
+    return table
 
 
 def embedding_field(dtype: str, dim: int) -> pa.Field:

@@ -38,15 +38,18 @@ class TableFile:
     rows: int
     errored: int
     removed: bool = False  # --keep-removed: the input file is gone, its part kept
+    size: int | None = None  # the part's bytes as written (None: not recorded): a part cut short since is redone
 
     def to_dict(self) -> dict:
         """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
         identity = self.identity or FileIdentity(0, None)
-        return {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored, "removed": self.removed}
+        return {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored, "removed": self.removed,
+                "part_size": self.size}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
-        return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False))
+        return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False),
+                   data.get("part_size"))
 
 
 @dataclass(frozen=True)

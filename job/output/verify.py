@@ -46,6 +46,7 @@ NO_MANIFEST = "no manifest was written"
 class PartFacts:
     rows: int
     errored: int
+    size: int | None = None  # the part's bytes (None: kept unread, its size from the snapshot)
 
 
 # Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.id_index.IdIndex.held).
@@ -63,15 +64,19 @@ class Verified:
 
 
 def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str, InputFile], kept: Mapping[str, PartFacts],
-           ids_as_text: bool, leaving: Collection[str] = (), kept_holding: KeptHolding | None = None) -> Verified:
+           ids_as_text: bool, leaving: Collection[str] = (), kept_holding: KeptHolding | None = None,
+           exact: bool = True) -> Verified:
     """Hold the table's parts (``table``: part name -> input file) to their input, then to each other.
 
     ``read``: the parts to read and check; ``kept``: the facts of the others, from the snapshot;
     ``kept_holding``: which of some hashes the kept parts hold (needed when ``kept`` is not empty);
     ``leaving``: parts of input files gone, deleted once the manifest is written.
+    ``exact``: the prefix must hold the table's parts and no other (the plain folder, which is the table); a Delta
+    or Iceberg table's log says what it holds, and other writers compact and vacuum parts: only those read must be there.
     Raises RuntimeError (no manifest is written) naming what is wrong.
     """
-    _require_exactly(location, table, leaving)
+    if exact:
+        _require_exactly(location, table, leaving)
     names = iter(read)
     groups = iter(lambda: {name: read[name] for name in islice(names, FILES_HASHED_TOGETHER)}, {})  # made as read
     facts: dict[str, PartFacts] = {}
@@ -115,10 +120,11 @@ def _check_parts(location: Location, files: Mapping[str, InputFile],
     """Read and hold a few parts (``files``: part name -> its input file) to their inputs, on one thread: their facts,
     their ids' hashes and their first error rows. Their ids are hashed in one call: a part of a few rows costs numpy's
     fixed cost of a call more than its hashing (``unique_ids.hashed_together``)."""
-    tables = {name: _read_part(location, name, file) for name, file in files.items()}
+    read = {name: _read_part(location, name, file) for name, file in files.items()}
+    tables = {name: table for name, (table, _) in read.items()}
     hashed = [hashes for hashes, _ in
               hashed_together([_as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)]
-    facts = {name: _facts_of(name, files[name], t, hashes) for (name, t), hashes in zip(tables.items(), hashed)}
+    facts = {name: _facts_of(name, files[name], t, hashes, read[name][1]) for (name, t), hashes in zip(tables.items(), hashed)}
     return facts, HashesByFile.joined(list(tables), hashed), _error_examples(tables.values())
 
 
@@ -140,23 +146,35 @@ def read_part_columns(location: Location, name: str, columns: list[str]) -> pa.T
     Not ``pq.read_table``: it builds a dataset for each call, 0.5 ms for a part of a few rows where this takes
     0.05 (``python -m benchmarks.finish_bench``: the final check is one such read per part the run wrote).
     """
+    return _decode(read_part_bytes(location, name), columns)
+
+
+def read_part_bytes(location: Location, name: str) -> pa.Buffer:
+    """The committed part ``name``, whole."""
     path = location.join(name)
     with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
-        return pq.ParquetFile(pa.BufferReader(f.read())).read(columns=columns, use_threads=False)
+        return f.read_buffer()
 
 
-def _read_part(location: Location, name: str, file: InputFile) -> pa.Table:
-    table = read_part_columns(location, name, ["id", "error"])
+def _decode(data: pa.Buffer, columns: list[str]) -> pa.Table:
+    """``columns`` of a part's bytes, decoded on this thread."""
+    return pq.ParquetFile(pa.BufferReader(data)).read(columns=columns, use_threads=False)
+
+
+def _read_part(location: Location, name: str, file: InputFile) -> tuple[pa.Table, int]:
+    """The part's id and error columns, and its size."""
+    data = read_part_bytes(location, name)
+    table = _decode(data, ["id", "error"])
     if table.num_rows != file.rows:
         raise RuntimeError(f"{name} has {table.num_rows} rows for the {file.rows} rows of {file.path}; {NO_MANIFEST}")
-    return table
+    return table, data.size
 
 
-def _facts_of(name: str, file: InputFile, table: pa.Table, hashes: np.ndarray) -> PartFacts:
+def _facts_of(name: str, file: InputFile, table: pa.Table, hashes: np.ndarray, size: int) -> PartFacts:
     if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
         raise DataError(f"{name} holds other ids than its input file {file.path}: the file changed while the job ran; "
                         f"{NO_MANIFEST}: run again with --resume, which redoes the files that changed")
-    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count)
+    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, size)
 
 
 def require_unique(location: Location, hashes: HashesByFile, ids_as_text: bool,

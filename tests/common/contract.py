@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.execution import Execution
-from job.output.rows import output_schema
+from job.output.rows import model_lineage, table_schema
 from storage import resolve
 
 
@@ -26,7 +26,7 @@ def read_output(uri: str, endpoint: str | None = None) -> tuple[list[dict], dict
                   and not any(part.startswith(("_", ".")) for part in i.path[len(location.path):].split("/")))
     assert sorted(p.rsplit("/", 1)[1] for p in data) == sorted(manifest["files"]), "files differ from the manifest"
     table = pq.read_table(data, filesystem=location.filesystem)
-    expected = output_schema(Execution.from_dict(manifest["execution"]))  # the schema the run's plan declares
+    expected = table_schema(Execution.from_dict(manifest["execution"]))  # the schema the run's plan declares
     assert table.schema.equals(expected, check_metadata=False), table.schema
     return table.to_pylist(), manifest
 
@@ -49,11 +49,20 @@ def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad
             assert abs(row["topk_scores"][0] - row["score"]) < 1e-6, row
             expected = None if names is None else [names[label] for label in row["topk_labels"]]
             assert row["topk_label_names"] == expected and row["label_name"] == (expected or [None])[0], row
+    assert_lineage(rows, manifest)
     counts = manifest["counts"]
     assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad)}
     assert manifest["images_per_sec"] > 0 and manifest["seconds"] > 0
     assert {"python", "torch", "pyarrow"} <= set(manifest["versions"]) and manifest["hardware"]["cpu_count"] >= 1
     assert_timeline(manifest)
+
+
+def assert_lineage(rows: list[dict], manifest: dict) -> None:
+    """Every row names an input file of the table, a run, the manifest's model and a time."""
+    files, model = set(manifest["table"]["files"]), manifest["execution"]["model"]
+    for row in rows:
+        assert row["source_file"] in files and row["run_id"] and row["made_at"] is not None, row
+        assert row["model"] == model_lineage(model["arch"], model["weights_sha256"]), row
 
 
 def assert_timeline(manifest: dict, steady_at_least_whole: bool = False) -> None:

@@ -179,3 +179,79 @@ def a_renamed_file_under_keep_removed(main: Main, root: str, endpoint: str | Non
 def index_of(out: str, endpoint: str | None) -> list[str]:
     """The files of the table's ids index under ``out`` (its segments and their filters)."""
     return [name for name in files_under(out, endpoint) if name.startswith("_index/")]
+
+
+KILL_STEPS = ("after-a-part", "before-the-commit", "after-the-commit", "after-the-manifest")
+
+
+class Killed(Exception):
+    """The night's process dying at a step (raised where it would have died)."""
+
+
+def kill_at(patch, step: str) -> None:
+    """Make the next night die at ``step`` (one of KILL_STEPS)."""
+    from job import finish
+    from job.output.parts import Parts
+
+    def die(*args, **kwargs):
+        raise Killed(step)
+
+    if step == "after-a-part":
+        write, written = Parts.write, []
+
+        def write_then_die(self, file, table):
+            if written:
+                die()
+            written.append(write(self, file, table))
+            return written[-1]
+
+        patch.setattr(Parts, "write", write_then_die)
+    else:
+        name = {"before-the-commit": "commit_run", "after-the-commit": "write_manifest", "after-the-manifest": "copy_manifest"}
+        patch.setattr(finish, name[step], die)
+
+
+def table_ids(out: str, endpoint: str | None, table_format: str) -> list[str]:
+    """Every id the table holds, as its readers read it (the plain folder: the manifest's parts)."""
+    from tests.integration.table_scenarios import read_delta, read_iceberg
+
+    if table_format == "delta":
+        return read_delta(out, endpoint).column("id").to_pylist()
+    if table_format == "iceberg":
+        return read_iceberg(out, endpoint).column("id").to_pylist()
+    return [row["id"] for row in read_output(out, endpoint)[0]]
+
+
+def a_night_killed_at_a_step_is_finished(main: Main, root: str, endpoint: str | None, step: str, table_format: str,
+                                         monkeypatch, *engine_args: str) -> None:
+    """A night that replaces, deletes and adds input files dies at ``step``; --resume, then --incremental, end it with
+    every input id once, and readers of the table never see a row missing, extra or stale once one exits 0."""
+    import pytest
+
+    source, out = f"{root}/in", f"{root}/out"
+    kept = write_night(source, endpoint, 0, 3)[:ROWS_PER_FILE]
+    args = job_args(source, out, endpoint, "--table-format", table_format, *engine_args)
+    main([*args, "--incremental"])
+    tonight = {*kept, *write_night(source, endpoint, 1, 1, prefix="new"), *write_night(source, endpoint, 3, 1)}
+    delete(source, endpoint, "part-00002.parquet")
+    with monkeypatch.context() as patch:
+        kill_at(patch, step)
+        with pytest.raises(Killed):
+            main([*args, "--incremental"])
+    for flag in ("--resume", "--incremental"):
+        night = main([*args, flag])
+        ids = table_ids(out, endpoint, table_format)
+        assert len(ids) == len(set(ids)) == night["counts"]["rows_out"] and set(ids) == tonight, (flag, sorted(ids))
+
+
+def a_part_cut_short_is_redone(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
+    """A part truncated between nights (a copy cut short, a disk full) is redone by --resume and by --incremental."""
+    source, out = f"{root}/in", f"{root}/out"
+    write_night(source, endpoint, 0, 3)
+    first = main(job_args(source, out, endpoint, "--incremental", *engine_args))
+    for flag, name in (("--resume", "part-00000.parquet"), ("--incremental", "part-00001.parquet")):
+        part = part_of(first, name)
+        write_bytes(out, endpoint, part, read_bytes(out, endpoint, part)[:100])
+        night = main(job_args(source, out, endpoint, flag, *engine_args))
+        assert night["run_id"] != first["run_id"] and night["input_files"]["run"] == 1, flag
+    same_as_fresh(main, root, endpoint, night, *engine_args)

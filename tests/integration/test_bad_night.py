@@ -25,7 +25,8 @@ def with_local_defaults(parser):
 
 @pytest.mark.parametrize("scenario", [scenarios.empty_files_are_files_of_the_table,
                                       scenarios.a_stopped_night_is_finished_by_resume,
-                                      scenarios.a_part_deleted_by_hand_is_redone], ids=lambda s: s.__name__)
+                                      scenarios.a_part_deleted_by_hand_is_redone,
+                                      scenarios.a_part_cut_short_is_redone], ids=lambda s: s.__name__)
 def test_bad_night_ends_in_the_fresh_runs_table(scenario, data_root):
     root, endpoint = data_root
     scenario(main, root, endpoint)
@@ -44,3 +45,9 @@ def test_a_damaged_index_is_refused_in_one_line(data_root, capsys):
 
 def test_a_renamed_file_under_keep_removed_is_not_kept_twice(tmp_path):
     scenarios.a_renamed_file_under_keep_removed(main, str(tmp_path), None)
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta", "iceberg"])
+@pytest.mark.parametrize("step", scenarios.KILL_STEPS)
+def test_a_night_killed_at_each_step_is_finished_by_resume_and_incremental(tmp_path, step, table_format, monkeypatch):
+    scenarios.a_night_killed_at_a_step_is_finished(main, str(tmp_path), None, step, table_format, monkeypatch)

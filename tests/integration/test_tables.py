@@ -97,8 +97,9 @@ def test_a_run_killed_after_its_delta_commit_is_finished_by_resume_without_a_sec
     assert DeltaTable(out).version() == resumed["table"]["version"] == 1, "committed twice"
     ids = read_delta(out, None).column("id").to_pylist()
     assert len(ids) == len(set(ids)) == resumed["counts"]["rows_out"] == 9
-    redone = main([*args, "--overwrite"])  # a new table: the old one's log and parts are cleared first
-    assert DeltaTable(out).version() == redone["table"]["version"] == 0 and len(read_delta(out, None)) == 9
+    redone = main([*args, "--overwrite"])  # one new version replacing every row: the old ones still read
+    assert DeltaTable(out).version() == redone["table"]["version"] == 2 and len(read_delta(out, None)) == 9
+    assert len(read_delta(out, None, version=1)) == 9 and redone["table"]["number"] == 3
 
 
 def glue_catalog(endpoint: str):

@@ -1,19 +1,25 @@
-"""The seam between the job core and a table format: one commit a run, of parts already written.
+"""The seam between the job core and a table format: the format's log is the table's one truth.
 
 Engines write parts as they always do (``job.output.parts``); with ``--table-format delta`` or
 ``iceberg`` the driver then commits them, after the final check and before the manifest, as ONE
-new version of the table (``job.finish``): ``Commit.adds`` are the parts this run wrote or adopted,
-``Commit.removes`` the parts of replaced and deleted input files. A reader of the table sees last
-night's version or tonight's, never a mix. ``parquet`` has no commit: the folder is the table.
+new version of the table (``job.finish``). The table is shared: Databricks' OPTIMIZE and VACUUM,
+a DELETE for a privacy request, another job's append all commit to it, so a ``Commit`` says what
+the run changes by the rows' lineage, not by file names: ``Commit.adds`` are the parts this run
+wrote or adopted, ``Commit.leaving`` the input files (the rows' ``source_file``) whose rows leave
+the table (replaced or gone), wherever compaction moved them; ``Commit.overwrite`` takes every row
+of the current version out (``--overwrite``: one new version, never a table readers cannot open).
+The format applies it on the table's latest version with its own optimistic concurrency: a
+commit another writer made meanwhile is rebased over unless it touched the same files.
+``parquet`` has no commit: the folder is the table.
 
 A format module (``delta``, ``iceberg``, and ``iceberg_glue`` for an Iceberg table whose catalog
 is AWS Glue) answers three questions about the table ``TableAt`` names, each module imported only
 when used, so the core install needs none of their libraries:
-- ``require_ours``: before any work, refuse a table whose schema is not ours, or that another
-  writer committed to since our last run (one line, exit 2).
+- ``require_ours``: before any work, refuse a table whose schema is not ours, or a table our last
+  run recorded that is gone or unreadable now (one line, exit 2; never rebuilt from our manifest).
 - ``commit``: apply the ``Commit`` in one transaction, at most once for a given run number, so a
   run that died after its commit and before its manifest is finished by ``--resume`` without a
-  second version; returns the table's new version (None: that run had committed it already).
+  second version; returns what it did (``Applied``).
 - ``FOLDER``: the folder of its own files under the prefix (``_delta_log``, ``metadata``).
 """
 
@@ -22,7 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -58,28 +64,40 @@ class TableAt:
 
 @dataclass(frozen=True)
 class Commit:
-    """What one run does to the table, in one transaction."""
+    """What one run does to the table, in one transaction on its latest version."""
 
-    adds: Mapping[str, int]  # part name (relative to the prefix) -> its rows
-    removes: tuple[str, ...]  # parts the table holds that leave it (replaced or deleted input files)
-    schema: pa.Schema  # the parts' schema (job.output.rows.output_schema)
+    adds: Mapping[str, int]  # part name (relative to the prefix) -> its rows: the parts this run adds
+    # Input files (relative to --input, as the rows' source_file column holds them) whose rows leave the table:
+    # replaced or gone. A data file holding only such rows is removed; one compaction made of theirs and others'
+    # is rewritten without them.
+    leaving: frozenset[str]
+    schema: pa.Schema  # the parts' schema (job.output.rows.table_schema)
     number: int  # the run's number in this table (1: the first run); a commit is applied once per number
     run_id: str
     time_travel_days: float  # how long removed parts stay readable (recorded in the table's properties)
+    overwrite: bool = False  # --overwrite: every row of the current version leaves, whoever wrote it
+    # Our parts the table may still hold, each with its one input file: known without reading them. Any other data
+    # file (another writer's, a compaction's) is judged by the log's statistics, and read only when they cannot tell.
+    known: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a format's commit did."""
+
+    version: int  # the table's version after the commit (or the version run ``number`` committed before)
+    removed: tuple[str, ...] = ()  # data files (relative to the prefix) this commit took out of the table
+    again: bool = False  # run ``number`` had committed already (a resumed run): nothing was committed now
+    number: int | None = None  # the run number the commit recorded, where the log's made it other than asked (an
+    # --overwrite whose manifest was lost: numbered after the log's last run of ours)
 
 
 @dataclass(frozen=True)
 class TableState:
-    """What the previous run's manifest recorded of the table: to tell another writer's commits from ours."""
+    """What the previous run's manifest recorded of the table: a table it names must still be there and readable."""
 
     number: int  # that run's number
     version: int | None  # the table's version after its commit
-
-
-def keeps_versions(table_format: str) -> bool:
-    """Whether older versions of the table still name earlier parts: then each version of an input file gets a
-    part of its own (``job.output.parts.part_name``), never overwriting bytes an older version reads."""
-    return table_format != "parquet"
 
 
 def format_module(name: str, catalog: str = "embedded") -> ModuleType | None:

@@ -1,16 +1,23 @@
-"""``--table-format delta``: the run's parts committed as one version of a Delta Lake table, through delta-rs.
+"""``--table-format delta``: the run's parts committed as one version of a shared Delta Lake table, through delta-rs.
 
-No Spark and no JVM on the driver (``deltalake``), so every engine gets it. The parts are added
-where they lie (no rewrite): one ``add`` action a part, with its size and row count, and one
-``remove`` action for each part that leaves the table, in the same commit. The commit carries an
-application transaction (``txn``: app id ``APP_ID``, version = the run's number), as Spark's
-``txnAppId``/``txnVersion`` do: a run that died after its commit and before its manifest is
-finished by ``--resume``, which finds its number already in the log and does not commit again.
+No Spark and no JVM on the driver (``deltalake``), so every engine gets it. The log is the truth:
+each night reads the table's latest version, takes out the rows of the input files leaving it by
+their lineage (``job.output.formats.by_source``: our parts whole, a file OPTIMIZE made of ours and
+others' rewritten without them) and adds its parts where they lie (no rewrite), all in one commit:
+``add`` actions with their row counts and the ``source_file`` bounds (for the next night's pruning
+and the platform's data skipping), ``remove`` actions for what leaves. delta-rs's optimistic
+concurrency rebases the commit over another writer's that does not conflict; one that does (it
+removed a file this commit removes) makes the night read the new version and try again.
+
+The commit carries an application transaction (``txn``: app id ``APP_ID``, version = the run's
+number), as Spark's ``txnAppId``/``txnVersion`` do: a run that died after its commit and before its
+manifest is finished by ``--resume``, which finds its number already in the log and does not commit
+again. ``--overwrite`` is one ``overwrite`` commit: readers see the old version or the new one.
 
 The log is checkpointed every ``CHECKPOINT_INTERVAL`` commits, so reading the latest version (and
 the next night's commit) reads one checkpoint and a few JSON files, not a year of them. Removed parts
 stay on storage for ``--time-travel-days`` (the table's ``delta.deletedFileRetentionDuration``): a
-reader of an older version still reads them; ``job.finish`` deletes them after that.
+reader of an older version still reads them; ``job.output.commit`` deletes ours after that.
 """
 
 from __future__ import annotations
@@ -18,68 +25,133 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import APP_ID, Commit, TableAt, TableState
+from job.output.formats import APP_ID, Applied, Commit, TableAt, TableState
+from job.output.formats.by_source import DataFile, rewrite_without, sources_of, split
+from job.output.rows import SOURCE
 from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint
 
 CHECKPOINT_INTERVAL = 10  # commits between checkpoints of the log
+COMMIT_TRIES = 5  # reads of the latest version a night's commit makes while other writers' commits conflict with it
 STAT_THREADS = 16
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def require_ours(at: TableAt, schema, state: TableState | None) -> None:
-    """Refuse a Delta table whose schema is not the run's, or that another writer committed to since our last run."""
+    """Refuse a Delta table whose schema is not the run's, or whose log our last run recorded and is gone now."""
     from deltalake import Schema
 
     output = at.output
     table = _open(output, at.endpoint_url)
-    if table is None:
-        return
     where = output.uri
-    if table.schema().to_json() != Schema.from_arrow(schema).to_json():
+    if table is None:
+        if state is not None and state.version is not None:
+            raise JobError(f"{where}: the manifest records Delta version {state.version}, but there is no Delta log "
+                           "(_delta_log/) now; the table is never rebuilt from the job's own records: restore the log, "
+                           "or pass --overwrite to redo the table")
+        return
+    if _columns(table.schema()) != _columns(Schema.from_arrow(schema)):
         theirs = ", ".join(f.name for f in table.schema().fields)
         raise JobError(f"{where} is a Delta table of other columns ({theirs}) than this run writes; choose another "
                        "--output, run with the options that made it, or pass --overwrite to replace it")
-    if state is not None and state.version is not None:
-        ours = 1 if (table.transaction_version(APP_ID) or 0) == state.number + 1 else 0  # our commit whose run died after it
-        if table.version() > state.version + ours:
-            raise JobError(f"{where}: another writer committed to the Delta table since run {state.number} (version "
-                           f"{state.version}, now {table.version()}); pass --overwrite to redo the table, or choose another --output")
 
 
-def commit(at: TableAt, change: Commit) -> int | None:
-    """Apply ``change`` as one Delta commit; returns the new version, or None when run ``change.number`` committed it already."""
+def _columns(schema) -> list[dict]:
+    """A Delta schema's columns: names, types, nullability (not their metadata, whose keys writers order as they like)."""
+    return [{key: value for key, value in field.items() if key != "metadata"} for field in json.loads(schema.to_json())["fields"]]
+
+
+def commit(at: TableAt, change: Commit) -> Applied:
+    """Apply ``change`` as one Delta commit on the table's latest version, read again after a conflicting commit."""
+    from deltalake.exceptions import CommitFailedError
+
+    last: Exception | None = None
+    for _ in range(COMMIT_TRIES):
+        table = _open(at.output, at.endpoint_url)
+        ours = (table.transaction_version(APP_ID) or 0) if table is not None else 0
+        if ours >= change.number and not change.overwrite:
+            return Applied(table.version(), again=True)
+        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
+        try:
+            return _commit_on(table, at, change, number)
+        except CommitFailedError as e:  # another writer removed what this commit removes: read its version, again
+            last = e
+    raise StorageError(f"{at.output.uri}: the Delta commit conflicted {COMMIT_TRIES} times with other writers' commits "
+                       f"({_said(last)}); nothing of this run was committed: run again with --resume") from last
+
+
+def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
+    """One try of the commit on ``table`` (None: there is no table yet)."""
     from deltalake import CommitProperties, Schema, Transaction
-    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+    from deltalake.transaction import create_table_with_add_actions
 
     output, endpoint_url = at.output, at.endpoint_url
     uri, options = _uri(output, endpoint_url)
-    table = _open(output, endpoint_url)
-    if table is not None and (table.transaction_version(APP_ID) or 0) >= change.number:
-        return None
+    properties = CommitProperties(custom_metadata={"run_id": change.run_id}, app_transactions=[Transaction(APP_ID, number)])
     now_ms = int(time.time() * 1000)
-    sizes = _sizes(output, [*change.adds, *change.removes])
-    adds = [AddAction(name, sizes[name], {}, now_ms, True, json.dumps({"numRecords": rows}))
-            for name, rows in sorted(change.adds.items())]
-    removes = [RemoveAction(name, True, now_ms, sizes.get(name)) for name in change.removes]
-    properties = CommitProperties(custom_metadata={"run_id": change.run_id},
-                                  app_transactions=[Transaction(APP_ID, change.number)])
     with _one_line(output.uri, f"the Delta commit failed; the table stays at version "
                                f"{'none' if table is None else table.version()}: run again with --resume"):
         if table is None:
+            adds = _adds(output, change.adds, change.known, now_ms)
             create_table_with_add_actions(uri, Schema.from_arrow(change.schema), adds, mode="error",
                                           configuration=_configuration(change.time_travel_days), storage_options=options,
                                           commit_properties=properties)
-        else:
-            table.create_write_transaction([*adds, *removes], "append", change.schema, commit_properties=properties)
-    return _open(output, endpoint_url).version()
+            return Applied(_open(output, endpoint_url).version(), number=number)
+        if change.overwrite:  # delta-rs removes every current file itself: one version, the old table or the new
+            removed = tuple(sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()))
+            table.create_write_transaction(_adds(output, change.adds, change.known, now_ms), "overwrite", change.schema,
+                                           commit_properties=properties)
+            return Applied(_open(output, endpoint_url).version(), removed, number=number)
+        actions, removed = _changes(table, output, change, now_ms)
+        table.create_write_transaction(actions, "append", change.schema, commit_properties=properties)
+    return Applied(_open(output, endpoint_url).version(), removed, number=number)
+
+
+def _changes(table, output: Location, change: Commit, now_ms: int) -> tuple[list, tuple[str, ...]]:
+    """The add and remove actions of a night on ``table``'s version: its parts in, the leaving rows out."""
+    from deltalake.transaction import RemoveAction
+
+    listed = pa.table(table.get_add_actions(flatten=True))
+    files = [DataFile(path, low, high) for path, low, high in zip(
+        listed.column("path").to_pylist(), *(_stat(listed, kind) for kind in ("min", "max")))]
+    sizes = dict(zip(listed.column("path").to_pylist(), listed.column("size_bytes").to_pylist()))
+    taken = split(files, change.known, change.leaving, lambda path: sources_of(output, path))
+    rewritten = dict(rewrite_without(output, path, change.leaving, change.run_id) for path in taken.mixed)
+    adds = _adds(output, {**change.adds, **rewritten}, change.known, now_ms)
+    removed = tuple(sorted([*taken.whole, *taken.mixed]))
+    return [*adds, *(RemoveAction(name, True, now_ms, sizes.get(name)) for name in removed)], removed
+
+
+def _stat(listed: pa.Table, kind: str) -> list:
+    """Each file's ``kind`` (min, max) of the source column, as the log records it (None where it does not)."""
+    column = f"{kind}.{SOURCE}"
+    return listed.column(column).to_pylist() if column in listed.column_names else [None] * listed.num_rows
+
+
+def _adds(output: Location, rows: Mapping[str, int], sources: Mapping[str, str], now_ms: int) -> list:
+    """An add action a file: its size, rows and, for a part of ours, its one source as the column's bounds."""
+    from deltalake.transaction import AddAction
+
+    sizes = _sizes(output, list(rows))
+    actions = []
+    for name, count in sorted(rows.items()):
+        stats = {"numRecords": count}
+        if name in sources:
+            stats |= {"minValues": {SOURCE: sources[name]}, "maxValues": {SOURCE: sources[name]}, "nullCount": {SOURCE: 0}}
+        actions.append(AddAction(name, sizes[name], {}, now_ms, True, json.dumps(stats)))
+    return actions
+
+
+def _said(error: Exception | None) -> str:
+    return " ".join(ANSI_ESCAPE.sub("", str(error)).split())[:300]
 
 
 @contextmanager
@@ -91,8 +163,7 @@ def _one_line(uri: str, what: str) -> Iterator[None]:
         yield
     except (DeltaError, OSError) as e:
         # delta-rs colours its error chains for a terminal: the line keeps the words, not the escapes.
-        said = " ".join(ANSI_ESCAPE.sub("", str(e)).split())
-        raise StorageError(f"{uri}: {what} ({said[:300]})") from e
+        raise StorageError(f"{uri}: {what} ({_said(e)})") from e
 
 
 def _configuration(days: float) -> dict[str, str]:

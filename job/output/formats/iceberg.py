@@ -1,117 +1,127 @@
-"""``--table-format iceberg``: the run's parts committed as one snapshot of an Iceberg table, with no catalog server.
+"""``--table-format iceberg``: each night one new metadata version of an Iceberg table, with no catalog server.
 
-This is ``--iceberg-catalog embedded`` (the default); ``iceberg_glue`` commits the same snapshot
-(``write_snapshot``) through AWS Glue instead, for users whose readers find tables in Glue.
+This is ``--iceberg-catalog embedded`` (the default); ``iceberg_glue`` commits the same change
+(``iceberg_change.apply_change``) through AWS Glue instead, for users whose readers find tables in Glue.
 
 The table lives in the output prefix: the parts where the engines wrote them, and ``metadata/``
-as a Hadoop-catalog table keeps it (``v<N>.metadata.json`` and ``version-hint.text`` naming N),
+as a Hadoop-catalog table keeps it (``v<N>.metadata.json``, and ``version-hint.text`` naming N),
 so pyiceberg's ``StaticTable.from_metadata(<output>)``, Spark's Hadoop catalog and DuckDB's
-``iceberg_scan`` read the latest version without any catalog. A commit is made by pyiceberg
-against an in-memory SQL catalog registered on the current version; its new metadata becomes
-``v<N+1>.metadata.json`` in one conditional PUT (create only if absent: a second writer of the
-same version loses), and then the hint names it.
+``iceberg_scan`` read the latest version without any catalog. As in a Hadoop catalog the ``v<N>``
+files decide and the hint is a hint: the latest version is the highest ``v<N>`` in ``metadata/``
+(a hint that is behind, empty or garbage is moved on by the next commit, never a traceback).
 
-One snapshot a run: an ``overwrite`` whose added files are the run's new parts (read from their
-footers, as ``add_files`` reads them: no rewrite) and whose deleted files are the parts that
-leave the table. The snapshot's summary records the run's number (``RUN_PROPERTY``), so a run
-that died after its commit and before its manifest is not committed twice by ``--resume``. The same
-commit expires the snapshots older than ``--time-travel-days``, the time the removed parts are kept.
+A commit is optimistic: read the latest version N, apply the night's change to it with pyiceberg
+(against an in-memory SQL catalog registered on ``v<N>``), and publish the result as
+``v<N+1>.metadata.json`` in one conditional PUT (create only if absent). Another writer that made
+``v<N+1>`` first wins that PUT; ours is then applied again on top of theirs, a few times, and a
+true conflict (they changed the columns, or kept winning) is refused in one line naming their
+commit. Every file a reader opens appears whole in one step (``storage.conditional``).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import Commit, TableAt, TableState
+from job.output.formats import Applied, Commit, TableAt, TableState
+from job.output.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard, other_commit,
+                                               require_columns, require_same_columns, table_uri)
 from storage import Location, StorageError, storage_errors
 from storage.conditional import create_exclusive, read_versioned, replace_if
 from storage.resolve import s3_endpoint
 
 NAMESPACE, NAME = "batch_inference", "predictions"  # the table's name in the throwaway in-memory catalog
 HINT = "metadata/version-hint.text"
-RUN_PROPERTY = "batch-inference.run-number"
-# A commit that loses a race is refused, not rebased: pyiceberg would otherwise retry it on top of the other
-# writer's snapshot, and a night is one commit on the version our last run left (another writer's: refused).
-TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
+VERSION_FILE = re.compile(r"v(\d+)\.metadata\.json")
+# Our commits are rebased by this module (apply_change on the latest version), not by pyiceberg's catalog retries.
+TABLE_PROPERTIES = {"commit.retry.num-retries": "0", FULL_SOURCE_METRICS: "full"}
+ATTEMPTS = 5  # another writer's commit between our read and our PUT: apply again on theirs, this many times at most
 
 
 def require_ours(at: TableAt, schema: pa.Schema, state: TableState | None) -> None:
-    """Refuse an Iceberg table of other columns than the run writes, or one another writer committed to since our last run."""
-    current = _current(at.output)
-    if current is not None:
-        table = static_table(at.output, at.endpoint_url, current[0])
-        require_columns(at.output.uri, table, schema)
-        require_no_other_writer(at.output.uri, table, current[0], state)
-
-
-def require_columns(where: str, table, schema: pa.Schema) -> None:
-    """Refuse the Iceberg ``table`` (named ``where``) when its columns are not those the run writes."""
-    columns = [field.name for field in table.schema().fields]
-    if columns != schema.names:
-        raise JobError(f"{where} is an Iceberg table of other columns ({', '.join(columns)}) than this run writes; "
-                       "choose another --output, run with the options that made it, or pass --overwrite to replace it")
-
-
-def require_no_other_writer(where: str, table, version: int, state: TableState | None) -> None:
-    """Refuse the ``table`` at ``version`` when a writer other than our runs committed to it since run ``state.number``."""
-    if state is None or state.version is None:
+    """Refuse a table of other columns than the run writes, or a table our last run recorded whose metadata is gone."""
+    version = latest_version(at.output)
+    recorded = state is not None and state.version is not None
+    if version is None:
+        if recorded:
+            raise JobError(f"{at.output.uri}: the Iceberg table run {state.number} committed (version {state.version}) "
+                           f"has no metadata/v<N>.metadata.json now; pass --overwrite to redo the table")
         return
-    ours = 1 if run_number(table) == state.number + 1 else 0  # our commit whose run died after it
-    if version > state.version + ours:
-        raise JobError(f"{where}: another writer committed to the Iceberg table since run {state.number} (version "
-                       f"{state.version}, now {version}); pass --overwrite to redo the table, or choose another --output")
+    require_columns(at.output.uri, _readable(at, version), schema)
 
 
-def commit(at: TableAt, change: Commit) -> int | None:
-    """Apply ``change`` as one Iceberg snapshot; returns the new metadata version, or None when that run committed it."""
-    output, endpoint_url = at.output, at.endpoint_url
-    current = _current(output)
-    if current is not None and run_number(static_table(output, endpoint_url, current[0])) >= change.number:
-        _point_hint(output, current)  # that run may have died before its hint named its version
+def _readable(at: TableAt, version: int):
+    """The table at ``version``; metadata that cannot be read is refused in one line (never rebuilt from our manifest)."""
+    from pyiceberg.exceptions import ValidationError
+
+    try:
+        return static_table(at.output, at.endpoint_url, version)
+    except (OSError, ValueError, ValidationError) as e:
+        raise JobError(f"{at.output.uri}: the Iceberg table's metadata/v{version}.metadata.json cannot be read "
+                       f"({' '.join(str(e).split())[:200]}); pass --overwrite to redo the table") from e
+
+
+def commit(at: TableAt, change: Commit) -> Applied:
+    """Apply ``change`` on the table's latest version as one new metadata version (once per run number)."""
+    output = at.output
+    for _ in range(ATTEMPTS):
+        version = latest_version(output)
+        latest = _base(at, version, change)
+        ours = committed_run(latest.metadata) if latest is not None else 0
+        if latest is not None and ours >= change.number and not change.overwrite:
+            _point_hint(output, version)  # that run may have died before its hint named its version
+            return Applied(version, again=True)
+        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
+        written, changed = _prepare(at, version if latest is not None else None, change, number)
+        if _publish(output, written, (version or 0) + 1):
+            return Applied((version or 0) + 1, changed.removed, number=number)
+        # Lost the race: their v<N+1> stands, and ours is applied again on it.
+        discard(output, (_path(written).removeprefix(f"{output.path}/"), *changed.rewritten))
+    raise JobError(f"{output.uri}: other writers committed to the Iceberg table {ATTEMPTS} times while this run tried to, "
+                   f"the last {other_commit(static_table(output, at.endpoint_url).metadata)}; nothing of this run was "
+                   "committed: run again with --resume")
+
+
+def _base(at: TableAt, version: int | None, change: Commit):
+    """The table version ``change`` applies to (None: a new table). An --overwrite of a table whose latest metadata
+    cannot be read makes a new table, as its next version; without --overwrite that table is refused."""
+    if version is None:
         return None
-    catalog = _catalog(output, endpoint_url)
+    try:
+        latest = _readable(at, version)
+    except JobError:
+        if change.overwrite:
+            return None
+        raise
+    require_same_columns(at.output.uri, latest.metadata, change)
+    return latest
+
+
+def _prepare(at: TableAt, version: int | None, change: Commit, number: int) -> tuple[str, Changed]:
+    """pyiceberg's new metadata file for ``change`` on ``v<version>`` (None: a new table, made with its first snapshot
+    in one transaction): its location, and what the change did to the data files."""
+    output = at.output
+    catalog = _catalog(output, at.endpoint_url)
     catalog.create_namespace(NAMESPACE)
-    if current is None:
-        table = catalog.create_table((NAMESPACE, NAME), schema=change.schema, location=table_uri(output),
-                                     properties=TABLE_PROPERTIES)
-    else:
-        table = catalog.register_table((NAMESPACE, NAME), table_uri(output, f"metadata/v{current[0]}.metadata.json"))
-    with one_line(output.uri, None if current is None else current[0]):
-        with table.transaction() as tx:
-            write_snapshot(tx, table, output, endpoint_url, change)
-        written = catalog.load_table((NAMESPACE, NAME)).metadata_location
-    return _publish(output, written, current)
-
-
-def write_snapshot(tx, current, output: Location, endpoint_url: str | None, change: Commit) -> None:
-    """The run's one snapshot, in the transaction ``tx`` on the table ``current`` (None: a table ``tx`` creates)."""
-    from pyiceberg.io import load_file_io
-    from pyiceberg.table import _parquet_files_to_data_files
-    from pyiceberg.table.update.snapshot import ExpireSnapshots
-
-    leaving = {table_uri(output, name) for name in change.removes}
-    removed = [task.file for task in current.scan().plan_files() if task.file.file_path in leaving] if leaving else []
-    if tx.table_metadata.name_mapping() is None:  # the parts carry no field ids: read them by name
-        tx.set_properties(**{"schema.name-mapping.default": tx.table_metadata.schema().name_mapping.model_dump_json()})
-    io = load_file_io(io_properties(output, endpoint_url), table_uri(output))
-    properties = {RUN_PROPERTY: str(change.number), "batch-inference.run-id": change.run_id}
-    with tx.update_snapshot(snapshot_properties=properties).overwrite() as snapshot:
-        for data_file in _parquet_files_to_data_files(tx.table_metadata, [table_uri(output, n) for n in sorted(change.adds)], io):
-            snapshot.append_data_file(data_file)
-        for data_file in removed:
-            snapshot.delete_data_file(data_file)
-    if current is not None:
-        # Snapshots past --time-travel-days go, as the parts only they read are deleted after that long
-        # (job.output.commit): the metadata stays the size of the retention, not of the table's age.
-        horizon = datetime.now(timezone.utc) - timedelta(days=change.time_travel_days)
-        ExpireSnapshots(tx).older_than(horizon).commit()
+    with one_line(output.uri, version):
+        if version is None:
+            tx = catalog.create_table_transaction((NAMESPACE, NAME), schema=change.schema, location=table_uri(output),
+                                                  properties=TABLE_PROPERTIES)
+        else:
+            tx = catalog.register_table((NAMESPACE, NAME), table_uri(output, f"metadata/v{version}.metadata.json")).transaction()
+        changed = apply_change(tx, tx._table.io, change, output, number)
+        try:
+            tx.commit_transaction()
+        except BaseException:
+            discard(output, changed.rewritten)
+            raise
+    return catalog.load_table((NAMESPACE, NAME)).metadata_location, changed
 
 
 @contextmanager
@@ -128,65 +138,56 @@ def one_line(uri: str, version: int | None) -> Iterator[None]:
 
 
 def current_version(at: TableAt) -> int | None:
-    current = _current(at.output)
-    return None if current is None else current[0]
+    return latest_version(at.output)
 
 
 def static_table(output: Location, endpoint_url: str | None, version: int | None = None):
-    """The table at metadata ``version``; None: the latest, as any reader finds it (``metadata/version-hint.text``)."""
+    """The table at metadata ``version``; None: the latest (the highest ``v<N>``, whatever the hint says)."""
     from pyiceberg.table import StaticTable
 
-    where = table_uri(output) if version is None else table_uri(output, f"metadata/v{version}.metadata.json")
+    version = latest_version(output) if version is None else version
+    where = table_uri(output, f"metadata/v{version}.metadata.json")
     return StaticTable.from_metadata(where, properties=io_properties(output, endpoint_url))
 
 
-def _publish(output: Location, written: str, current: tuple[int, str | None] | None) -> int:
-    """Make pyiceberg's new metadata the next ``v<N>.metadata.json`` (create only if absent), then name it in the hint."""
-    version = (current[0] if current is not None else 0) + 1
-    source = written.removeprefix("s3://").removeprefix("file://")
+def latest_version(output: Location) -> int | None:
+    """The highest N of ``metadata/v<N>.metadata.json`` (None: no table), as a Hadoop catalog lists it."""
+    selector = pafs.FileSelector(output.join("metadata"), allow_not_found=True)
+    with storage_errors(output.uri):
+        infos = output.filesystem.get_file_info(selector)
+    versions = [int(m.group(1)) for info in infos if (m := VERSION_FILE.fullmatch(posixpath.basename(info.path)))]
+    return max(versions, default=None)
+
+
+def _publish(output: Location, written: str, version: int) -> bool:
+    """Make pyiceberg's new metadata ``v<version>.metadata.json`` (create only if absent), then point the hint at it.
+    False: another writer made that version first."""
+    source = _path(written)
     with storage_errors(output.uri), output.filesystem.open_input_stream(source) as f:
         data = f.read()
-    target = output.join(f"metadata/v{version}.metadata.json")
-    hint = str(version).encode()
-    done = create_exclusive(output, target, data) is not None and (
-        create_exclusive(output, output.join(HINT), hint) if current is None or current[1] is None
-        else replace_if(output, output.join(HINT), hint, current[1]))
-    if not done:
-        raise JobError(f"{output.uri}: another writer committed Iceberg version {version} meanwhile; nothing of this run was "
-                       "committed: run again with --resume")
-    output.filesystem.delete_file(source)  # pyiceberg's own name for the same metadata: the v<N> file is the table's
-    return version
-
-
-def _point_hint(output: Location, current: tuple[int, str | None]) -> None:
-    """Make the hint name version ``current[0]`` if it names an older one."""
-    hint, wanted = output.join(HINT), str(current[0]).encode()
+    if create_exclusive(output, output.join(f"metadata/v{version}.metadata.json"), data) is None:
+        return False
     with storage_errors(output.uri):
-        found = read_versioned(output, hint)
-        if found is None:
-            create_exclusive(output, hint, wanted)
-        elif found[0].strip() != wanted:
-            replace_if(output, hint, wanted, found[1])
+        output.filesystem.delete_file(source)  # pyiceberg's own name for the same metadata: the v<N> file is the table's
+    _point_hint(output, version)
+    return True
 
 
-def _current(output: Location) -> tuple[int, str | None] | None:
-    """(N, the hint's version: None when there is no hint) of the table's latest metadata, or None when there is no table.
+def _point_hint(output: Location, version: int) -> None:
+    """Make the hint name ``version`` unless it names a later one already (a hint that is not a number is replaced).
+    A writer that changed it meanwhile wins: the hint is only a hint."""
+    hint, wanted = output.join(HINT), str(version).encode()
+    found = read_versioned(output, hint)
+    if found is None:
+        create_exclusive(output, hint, wanted)
+        return
+    text = found[0].decode(errors="replace").strip()
+    if not text.isdigit() or int(text) < version:
+        replace_if(output, hint, wanted, found[1])
 
-    As in a Hadoop catalog the ``v<N>`` files decide and the hint is a hint: a commit that died between
-    its ``v<N>`` and the hint's update is found here, so the hint is moved on by the next commit.
-    """
-    with storage_errors(output.uri):
-        found = read_versioned(output, output.join(HINT))
-        version = int(found[0].decode().strip()) if found is not None else 0
-        while output.filesystem.get_file_info(output.join(f"metadata/v{version + 1}.metadata.json")).type == pafs.FileType.File:
-            version += 1
-    return None if version == 0 else (version, found[1] if found is not None else None)
 
-
-def run_number(table) -> int:
-    """The number of the run whose commit made ``table``'s current snapshot (0: none of ours)."""
-    snapshot = table.current_snapshot()
-    return int(snapshot.summary.additional_properties.get(RUN_PROPERTY, 0)) if snapshot is not None else 0
+def _path(uri: str) -> str:
+    return uri.removeprefix("s3://").removeprefix("file://")
 
 
 def _catalog(output: Location, endpoint_url: str | None):
@@ -201,9 +202,3 @@ def io_properties(output: Location, endpoint_url: str | None) -> dict[str, str]:
         return {}
     endpoint = s3_endpoint(endpoint_url)
     return {"s3.region": output.filesystem.region, **({"s3.endpoint": endpoint} if endpoint else {})}
-
-
-def table_uri(output: Location, name: str = "") -> str:
-    """The table's location (or a file ``name`` in it) as pyiceberg spells it."""
-    base = f"s3://{output.path}" if output.is_s3 else f"file://{output.path}"
-    return posixpath.join(base, name) if name else base

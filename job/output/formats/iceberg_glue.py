@@ -5,12 +5,14 @@ Glue catalogs). The parts and the metadata lie in ``--output`` as with the embed
 (``metadata/<N>-<uuid>.metadata.json``, pyiceberg's names); Glue's entry for ``--iceberg-table``
 names the current metadata file. pyiceberg's ``GlueCatalog`` commits: the first run creates the
 Glue table with its first snapshot in one ``CreateTable``; every later night is one
-``UpdateTable`` conditioned on the entry's ``VersionId`` (Glue's optimistic concurrency), so a
-writer that committed meanwhile makes ours fail whole. The table's version is the N of its
-metadata file: 0 after the first run, one more each night.
+``UpdateTable`` conditioned on the entry's ``VersionId`` (Glue's optimistic concurrency): a
+writer that committed meanwhile makes ours fail whole, and ours is then applied again on the
+table's new latest version (``iceberg_change.apply_change``), a few times. The table's version is
+the N of its metadata file: 0 after the first run, one more each night.
 
-The refusals are the embedded catalog's (``iceberg.require_columns``, ``require_no_other_writer``)
-and one more: a Glue table of that name whose files lie elsewhere than ``--output``. Glue's client
+The refusals are the embedded catalog's (``iceberg_change.require_columns``, a true conflict
+named by ``other_commit``) and one more: a Glue table of that name whose files lie elsewhere
+than ``--output``. Glue's client
 is pyiceberg's (boto3): credentials from the environment, the output bucket's region, the
 endpoint AWS's or ``AWS_ENDPOINT_URL_GLUE`` (boto3's own setting: LocalStack, moto).
 """
@@ -25,9 +27,10 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 from job.errors import JobError
-from job.output.formats import Commit, TableAt, TableState
-from job.output.formats.iceberg import (TABLE_PROPERTIES, io_properties, one_line, require_columns,
-                                        require_no_other_writer, run_number, table_uri, write_snapshot)
+from job.output.formats import Applied, Commit, TableAt, TableState
+from job.output.formats.iceberg import ATTEMPTS, TABLE_PROPERTIES, io_properties, one_line
+from job.output.formats.iceberg_change import (Changed, apply_change, committed_run, discard, other_commit,
+                                               require_columns, require_same_columns, table_uri)
 from storage import StorageError
 
 METADATA_VERSION = re.compile(r"(\d+)-.*\.metadata\.json")  # pyiceberg's (and Iceberg Java's) metadata file names
@@ -35,7 +38,8 @@ GONE = "gone"  # a Glue entry whose metadata file is no more (--overwrite cleare
 
 
 def require_ours(at: TableAt, schema: pa.Schema, state: TableState | None) -> None:
-    """Refuse before any work: no such database, a table of that name elsewhere, of other columns, or another writer's."""
+    """Refuse before any work: no such database, a table of that name elsewhere or of other columns, or a table our
+    last run recorded that Glue no longer names (or whose metadata is gone)."""
     catalog = _catalog(at)
     database, _ = _split(at)
     with _glue_errors(at, "cannot be read"):
@@ -47,33 +51,67 @@ def require_ours(at: TableAt, schema: pa.Schema, state: TableState | None) -> No
             raise JobError(f"Glue database {database} does not exist in {at.output.filesystem.region}: create it "
                            "(terraform/glue.tf declares one), or pass --iceberg-table naming a database that exists") from e
         table = _load(catalog, at)
-    if table is None or (table == GONE and state is None):
-        return
+    recorded = state is not None and state.version is not None
     where = f"Glue table {at.name} ({at.output.uri})"
+    if table is None and recorded:
+        raise JobError(f"{where}: Glue has no such table now, and run {state.number} committed version {state.version} "
+                       "of it; pass --overwrite to redo the table")
+    if table is None or (table == GONE and not recorded):
+        return
     if table == GONE:
         raise StorageError(f"{where}: Glue names a metadata file that is gone; pass --overwrite to redo the table")
     if table.location().rstrip("/") != table_uri(at.output):
         raise JobError(f"Glue table {at.name} is the table at {table.location()}, not at --output {at.output.uri}; "
                        "pass another --iceberg-table, or the --output it was made with")
     require_columns(where, table, schema)
-    require_no_other_writer(where, table, version_of(table), state)
 
 
-def commit(at: TableAt, change: Commit) -> int | None:
-    """Apply ``change`` as one Glue commit; returns the new version, or None when run ``change.number`` committed it."""
-    catalog = _catalog(at)
+def commit(at: TableAt, change: Commit) -> Applied:
+    """Apply ``change`` on the Glue table's latest version as one Glue commit (once per run number)."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    catalog, where = _catalog(at), f"{at.output.uri} (Glue table {at.name})"
+    for _ in range(ATTEMPTS):
+        with _glue_errors(at, "cannot be read"):
+            current = _load(catalog, at)
+        ours = 0
+        if current not in (None, GONE):
+            ours = committed_run(current.metadata)
+            if ours >= change.number and not change.overwrite:
+                return Applied(version_of(current), again=True)
+            require_same_columns(where, current.metadata, change)
+        before = None if current in (None, GONE) else version_of(current)
+        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
+        try:
+            with one_line(where, before), _glue_errors(at, "was not committed"):
+                changed = _commit_once(catalog, at, current, change, number)
+                return Applied(version_of(catalog.load_table(_split(at))), changed.removed, number=number)
+        except StorageError as e:
+            if not isinstance(e.__cause__, CommitFailedException):
+                raise
+            # Another writer's UpdateTable came first: ours is applied again on their version.
     with _glue_errors(at, "cannot be read"):
-        current = _load(catalog, at)
-    if current not in (None, GONE) and run_number(current) >= change.number:
-        return None
-    before = None if current in (None, GONE) else version_of(current)
-    with one_line(f"{at.output.uri} (Glue table {at.name})", before), _glue_errors(at, "was not committed"):
-        if current in (None, GONE):
-            _create(catalog, at, change, replace=current == GONE)
-        else:
-            with current.transaction() as tx:
-                write_snapshot(tx, current, at.output, at.endpoint_url, change)
-        return version_of(catalog.load_table(_split(at)))
+        latest = _load(catalog, at)
+    raise JobError(f"{where}: other writers committed to the Iceberg table {ATTEMPTS} times while this run tried to, "
+                   f"the last {other_commit(latest.metadata)}; nothing of this run was committed: run again with --resume")
+
+
+def _commit_once(catalog, at: TableAt, current, change: Commit, number: int) -> Changed:
+    """One try: the Glue table made (``current`` None or ``GONE``) or updated with ``change`` as run ``number``."""
+    if current in (None, GONE):
+        if current == GONE:
+            catalog.drop_table(_split(at))  # the entry only: Glue's DeleteTable leaves the files alone
+        tx = catalog.create_table_transaction(_split(at), schema=change.schema, location=table_uri(at.output),
+                                              properties=TABLE_PROPERTIES)
+    else:
+        tx = current.transaction()
+    changed = apply_change(tx, tx._table.io, change, at.output, number)
+    try:
+        tx.commit_transaction()
+    except BaseException:
+        discard(at.output, changed.rewritten)  # no version names them
+        raise
+    return changed
 
 
 def current_version(at: TableAt) -> int | None:
@@ -89,16 +127,6 @@ def version_of(table) -> int:
         raise JobError(f"{table.metadata_location}: not an Iceberg metadata file name (<N>-<uuid>.metadata.json); "
                        "the Glue table was not written by an Iceberg catalog: pass another --iceberg-table")
     return int(found.group(1))
-
-
-def _create(catalog, at: TableAt, change: Commit, replace: bool) -> None:
-    """The table and its first snapshot in one ``CreateTable``; ``replace``: drop the entry whose metadata is gone first."""
-    if replace:
-        catalog.drop_table(_split(at))  # the entry only: Glue's DeleteTable leaves the files alone
-    tx = catalog.create_table_transaction(_split(at), schema=change.schema, location=table_uri(at.output),
-                                          properties=TABLE_PROPERTIES)
-    write_snapshot(tx, None, at.output, at.endpoint_url, change)
-    tx.commit_transaction()
 
 
 def _load(catalog, at: TableAt):
