@@ -1,4 +1,4 @@
-"""Every command line the docs show a user: found in README.md, BENCHMARKS.md and docs/*.md.
+"""Every command line the docs show a user: found in README.md, BENCHMARKS.md and every docs/*.md.
 
 ``doc_commands()`` reads code blocks (fenced, and indented by four spaces) and inline code spans,
 and keeps what starts with a program a user would type (``python -m ...``, ``bash ...``, ``pip``,
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "BENCHMARKS.md", "docs/DEPLOY.md", "docs/SAGEMAKER.md", "docs/SPARK.md")
+# A new page under docs/ is a doc as soon as it exists: its commands need verdicts at once.
+DOCS = ("README.md", "BENCHMARKS.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")))
 PROGRAMS = ("python", "python3", "pip", "bash", "ray", "spark-submit", "terraform", "aws", "databricks", "anyscale",
             "git", "%pip", "source", ".venv/bin/", ".venv-checkov/bin/", "sbi-", "cd ", "export ")
 _FENCE = re.compile(r"^```")

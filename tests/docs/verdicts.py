@@ -46,9 +46,12 @@ GPU = Skip("needs a CUDA GPU (scripts/gpu_session.sh is for a GPU machine)")
 NODE_LOSS = Skip("starts a three-node local Ray cluster for minutes a run; tests/reliability/test_node_loss.py (-m slow) "
                  "makes the same kills and checks every row once")
 THE_SUITE = Skip("the test suite itself, which CI runs (bash .ci/run)")
-VENV = "the test's copy of the repository uses CI's virtualenv as .venv; a new one takes minutes"
 
 SAMPLE_RAY = "python -m runners.ray_job"
+# README's first command: the test's copy of the repository has CI's virtualenv as .venv, activated (a new one takes
+# minutes and the package index), so it runs what follows the set-up.
+INSTALL_RAY = "python3 -m venv .venv && source .venv/bin/activate && pip install -e \".[ray]\" && "
+TRY_IT = INSTALL_RAY + SAMPLE_RAY
 FOLDER = "python -m runners.make_dataset --from-folder ~/Pictures --output ./my-images"
 MY_BUCKET = "python -m runners.make_dataset --output s3://my-bucket/images/ --images 10000"
 CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --rows-per-file 32"
@@ -67,7 +70,8 @@ UPLOAD_PETS_37 = "python -c \"import boto3; boto3.client('s3').upload_file('pets
 RUNS: dict[str, Run] = {
     # README: the first screen.
     # Ray's own lines only with --verbose: no token-auth notice, no core worker "E" line, no INFO lines.
-    SAMPLE_RAY: Run(expect="ray: 50 images (48 predicted, 2 errors)", absent=("Token authentication", "core_worker.cc", "\tINFO ")),
+    TRY_IT: Run(small={INSTALL_RAY: ""}, expect="ray: 50 images (48 predicted, 2 errors)",
+                absent=("Token authentication", "core_worker.cc", "\tINFO ")),
     FOLDER: Run(expect="wrote 3 images"),
     "python -m runners.ray_job --input ./my-images --output ./my-predictions": Run(needs=(FOLDER,), expect="ray: 3 images"),
     "python -c \"import pyarrow.parquet as pq; print(pq.read_table('my-predictions', columns=['id', 'label', 'score', "
@@ -169,9 +173,7 @@ RUNS: dict[str, Run] = {
 }
 
 SKIPS: dict[str, Skip] = {
-    "git clone <this repository's URL> streaming-batch-inference && cd streaming-batch-inference": Skip(
-        "the test starts from a fresh copy of this checkout"),
-    "python3 -m venv .venv && source .venv/bin/activate": Skip(VENV + "; every command runs with it activated"),
+    SAMPLE_RAY: Skip("README's first command ends in it and runs it (TRY_IT)"),
     "python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r tests/deploy/requirements-checkov.txt": Skip(
         "scripts/setup.sh makes .venv-checkov for CI"),
     "bash scripts/setup.sh": Skip("CI runs it first (scripts/test.sh); it installs Java and two virtualenvs"),
