@@ -134,14 +134,14 @@ def _holding(index: IdIndex, kept: dict[str, str]) -> KeptHolding:
 
 def _known_facts(snapshot: Snapshot | None, relpath: dict[str, str], unread: set[str]) -> dict[str, PartFacts]:
     """What the table already knows of the parts kept unread: rows and errors from the snapshot (ids: in the index)."""
-    return {part: PartFacts(snapshot.files[relpath[part]].rows, snapshot.files[relpath[part]].errored,
-                            snapshot.files[relpath[part]].size) for part in relpath if part in unread}  # in the table's order, as the commit lists them
+    entries = {part: snapshot.files[relpath[part]] for part in relpath if part in unread}
+    return {part: PartFacts(e.rows, e.errored, e.size, e.transient) for part, e in entries.items()}  # in the table's order, as the commit lists them
 
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
     if kept_removed is not None:
-        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, removed=True, size=kept_removed.size)
-    return TableFile(part, file.identity, facts.rows, facts.errored, size=facts.size)
+        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, True, kept_removed.size, facts.transient)
+    return TableFile(part, file.identity, facts.rows, facts.errored, size=facts.size, transient=facts.transient)
 
 
 def _tidy(output: Location, removed_parts: tuple[str, ...], segments: list[str]) -> None:

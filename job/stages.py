@@ -35,7 +35,7 @@ from job.execution import Execution
 from job.output.parts import failure_positions, positions, with_position
 from job.input.objects import READ_ERROR
 from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
-from job.output.rows import error_table, output_schema, prediction_table
+from job.output.rows import TIMED_OUT, error_table, output_schema, prediction_table
 from job.timeline import with_model_time
 from preprocess import preprocess_batch
 from preprocess.split_decode import RoutedBatch, preprocess_routed
@@ -158,7 +158,7 @@ class Classify:
             table = self.limited(lambda: self._predict(batch))
         if table is None:
             errors = batch.errors if isinstance(batch, PixelBatch) else batch.routed.errors
-            late = f"model call timed out: over --batch-timeout {self.limited.limit_s:g} s, twice"
+            late = f"{TIMED_OUT}: over --batch-timeout {self.limited.limit_s:g} s, twice"
             table = error_table(batch.ids, [error or late for error in errors], output_schema(self.execution))
         table = with_model_time(table, time.perf_counter() - started)
         return table if batch.files is None else with_position(table, batch.files, batch.rows)

@@ -112,6 +112,8 @@ class Parts:
     schema: pa.Schema  # job.output.rows.output_schema(): the rows an engine hands over are cast to it
     run_id: str = ""  # the run writing them: each row's run_id
     salt: str = ""  # part names' salt (``part_name``): the run id of an --overwrite of a table
+    # Input files (paths) whose parts are salted by the run id: unchanged files run again for rows that timed out.
+    rerun: frozenset[str] = frozenset()
     in_table: bool = False  # a Delta or Iceberg table's part: the embedding a plain list (``rows.stored_schema``)
 
     @property
@@ -120,7 +122,7 @@ class Parts:
         return stored_schema(self.schema, self.in_table)
 
     def name(self, file: InputFile) -> str:
-        return file_part_name(self.input_root, file, self.salt)
+        return file_part_name(self.input_root, file, self.run_id if file.path in self.rerun else self.salt)
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 if TYPE_CHECKING:  # only types here: the CPU stage's processes never load torch
     from inference import Predictions
@@ -34,6 +35,14 @@ if TYPE_CHECKING:  # only types here: the CPU stage's processes never load torch
 EMBEDDING = "embedding"  # the pooled feature: a fixed-size list, one value per feature
 ID_FIELD = pa.field("id", pa.string(), nullable=False)
 ERROR_FIELD = pa.field("error", pa.string())  # null: classified; else why not
+# An error row of a transient cause (a model call that hung past --batch-timeout): the image itself may be fine, so
+# the next --incremental night runs its input file again. Every other error is the image's and stays until it changes.
+TIMED_OUT = "model call timed out"
+
+
+def transient_errors(errors: pa.Array | pa.ChunkedArray) -> int:
+    """How many of ``errors`` (an error column) are of a transient cause (``TIMED_OUT``)."""
+    return pc.sum(pc.fill_null(pc.starts_with(errors, TIMED_OUT), False).cast(pa.int64())).as_py() or 0
 PREDICTION_FIELDS = (
     pa.field("label", pa.int64()),  # top-1 class index; null when error is set
     pa.field("label_name", pa.string()),  # its class name; null when the model's names are not known

@@ -39,17 +39,18 @@ class TableFile:
     errored: int
     removed: bool = False  # --keep-removed: the input file is gone, its part kept
     size: int | None = None  # the part's bytes as written (None: not recorded): a part cut short since is redone
+    transient: int = 0  # error rows of a transient cause (a timed-out model call): the next --incremental redoes the file
 
     def to_dict(self) -> dict:
         """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
         identity = self.identity or FileIdentity(0, None)
         return {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored, "removed": self.removed,
-                "part_size": self.size}
+                "part_size": self.size, "transient": self.transient}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
         return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False),
-                   data.get("part_size"))
+                   data.get("part_size"), data.get("transient", 0))
 
 
 @dataclass(frozen=True)

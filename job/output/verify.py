@@ -29,6 +29,7 @@ from job.errors import DataError
 from job.input.unique_ids import FILES_HASHED_TOGETHER, hashed_together, id_hashes
 from job.manifest import Counts
 from job.output.memory import release_freed_memory
+from job.output.rows import transient_errors
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
 from job.output.hashes_by_file import HashesByFile
@@ -47,6 +48,7 @@ class PartFacts:
     rows: int
     errored: int
     size: int | None = None  # the part's bytes (None: kept unread, its size from the snapshot)
+    transient: int = 0  # its error rows of a transient cause (job.output.rows.TIMED_OUT): redone by the next night
 
 
 # Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.id_index.IdIndex.held).
@@ -174,7 +176,8 @@ def _facts_of(name: str, file: InputFile, table: pa.Table, hashes: np.ndarray, s
     if file.ids_digest is not None and ids_digest(hashes) != file.ids_digest:
         raise DataError(f"{name} holds other ids than its input file {file.path}: the file changed while the job ran; "
                         f"{NO_MANIFEST}: run again with --resume, which redoes the files that changed")
-    return PartFacts(table.num_rows, table.num_rows - table.column("error").null_count, size)
+    errors = table.column("error")
+    return PartFacts(table.num_rows, table.num_rows - errors.null_count, size, transient_errors(errors))
 
 
 def require_unique(location: Location, hashes: HashesByFile, ids_as_text: bool,

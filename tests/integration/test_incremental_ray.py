@@ -15,6 +15,7 @@ from runners import ray_job
 from tests.integration import bad_night_scenarios as bad_nights
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
+from tests.integration import shared_table_scenarios as shared
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
@@ -36,3 +37,8 @@ def test_an_input_file_deleted_mid_run_stops_it_in_one_line(tmp_path):
 
 def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_bucket, s3_env):
     objects.objects_run_as_they_lie_and_a_night_redoes_only_their_groups(ray_job.main, f"s3://{s3_bucket}", s3_env)
+
+
+def test_a_delta_night_on_ray_keeps_another_writers_compaction_made_while_it_ran(tmp_path, monkeypatch):
+    """Databricks' OPTIMIZE commits while the Ray night runs: the night's commit rebases over it, every id once."""
+    shared.nights_around_another_writer(ray_job.main, str(tmp_path), None, "compact", True, monkeypatch)

@@ -9,6 +9,7 @@ from runners import spark_job
 from tests.common.spark import local_spark
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
+from tests.integration import shared_table_scenarios as shared
 from tests.integration import table_scenarios as tables
 
 
@@ -33,3 +34,8 @@ def test_delta_and_iceberg_tables_on_s3_hold_the_parquet_folders_rows(s3_bucket,
 
 def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_bucket, s3_env):
     objects.objects_run_as_they_lie_and_a_night_redoes_only_their_groups(spark_job.main, f"s3://{s3_bucket}", s3_env)
+
+
+def test_a_delta_night_on_spark_keeps_another_writers_delete_made_while_it_ran(s3_bucket, s3_env, monkeypatch):
+    """A privacy request's DELETE commits while the Spark night runs: it stays deleted, the night's rows are right."""
+    shared.nights_around_another_writer(spark_job.main, f"s3://{s3_bucket}", s3_env, "delete", True, monkeypatch)

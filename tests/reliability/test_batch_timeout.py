@@ -48,3 +48,21 @@ def test_a_hanging_batch_becomes_error_rows_and_the_run_goes_on(tmp_path, capsys
     assert written["counts"] == {"rows_in": 4, "rows_out": 4, "predicted": 3, "errored": 1}
     assert written["config"]["batch_timeout"] == 2
     assert "model call timed out: over --batch-timeout 2 s, twice" in capsys.readouterr().out
+
+
+def test_rows_that_timed_out_are_run_again_by_the_next_incremental_night(tmp_path):
+    """A timeout is transient: the next --incremental runs the file again (beside the part readers read), the rest kept."""
+    rows = [*synthetic_rows(3, "jpeg", (96, 72), seed=2), ("hangs", flat_png())]
+    write_dataset(resolve(str(tmp_path / "in")), iter(rows), 2)
+    args = ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random", "--batch-size", "1",
+            "--incremental"]
+    hanging = dataclasses.replace(ray_job.ENGINE, execute=lambda job, session, args: ray_job.run_on_ray(
+        job, session, args, PredictorThatHangs))
+    first = driver.main(hanging, [*args, "--batch-timeout", "2"])
+    assert first["counts"]["errored"] == 1
+    night = driver.main(ray_job.ENGINE, args)
+    out, written = read_output(str(tmp_path / "out"))
+    assert sorted(row["id"] for row in out) == sorted(i for i, _ in rows)
+    assert all(row["error"] is None for row in out) and written["counts"]["errored"] == 0
+    assert (night["input_files"]["run"], night["input_files"]["resumed"]) == (1, 1)
+    assert night["run_id"] != first["run_id"] and driver.main(ray_job.ENGINE, args)["run_id"] == night["run_id"]
