@@ -3,8 +3,9 @@
 Use after running engines on the same input with the same options (``runners.compare`` does).
 Each finished output prefix is read through its manifest (only the files it lists, as any
 reader should). Every id is compared across engines: an id one engine lacks, a different top-1
-label or label name, a row one engine classified and another errored, or an embedding that
-points elsewhere than the first engine's is a mismatch.
+label or label name, a row one engine classified and another errored, a different lineage (the
+input file it came from, the model that made it: not the run or the time, which differ by run), or
+an embedding that points elsewhere than the first engine's is a mismatch.
 Scores are not compared: batches are cut differently per engine, which moves float
 rounding a little; the label is the decision the job reports. Embeddings are compared by
 direction (cosine), which that rounding and float16 storage barely move, twice: as they are
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.manifest import read_manifest
-from job.output.rows import EMBEDDING
+from job.output.rows import EMBEDDING, SOURCE
 from storage import resolve, storage_errors
 
 MAX_EXAMPLES = 5
@@ -56,6 +57,7 @@ class Outcome:
     label_name: str | None
     error: str | None
     embedding: np.ndarray | None = None  # (D,) float32; None: errored, or no embedding column
+    lineage: tuple[str | None, str | None] = (None, None)  # (source_file, model): the same from every engine
 
 
 def read_outcomes(uri: str, s3_endpoint_url: str | None = None) -> dict[str, Outcome]:
@@ -65,12 +67,13 @@ def read_outcomes(uri: str, s3_endpoint_url: str | None = None) -> dict[str, Out
     paths = [location.join(name) for name in files]
     with storage_errors(location.uri):
         present = pq.read_schema(paths[0], filesystem=location.filesystem).names if paths else []
-        wanted = [c for c in ("id", "label", "label_name", "error", EMBEDDING) if c in present]
+        wanted = [c for c in ("id", "label", "label_name", "error", EMBEDDING, SOURCE, "model") if c in present]
         table = pq.read_table(paths, filesystem=location.filesystem, columns=wanted)
     columns = {name: table.column(name).to_pylist() for name in wanted if name != EMBEDDING}
     nothing = [None] * table.num_rows
     embeddings = _embeddings(table.column(EMBEDDING)) if EMBEDDING in wanted else nothing
-    rows = zip(columns.get("label", nothing), columns.get("label_name", nothing), columns["error"], embeddings)
+    lineage = zip(columns.get(SOURCE, nothing), columns.get("model", nothing))
+    rows = zip(columns.get("label", nothing), columns.get("label_name", nothing), columns["error"], embeddings, lineage)
     return dict(zip(columns["id"], (Outcome(*row) for row in rows)))
 
 
@@ -124,10 +127,10 @@ def _lowest_to_first(vectors: list[np.ndarray]) -> float:
 
 
 def _decision(outcome: Outcome | None) -> object:
-    """What must agree: the label and its name, or that the row errored (error texts may be worded apart)."""
+    """What must agree: the label and its name, or that the row errored (error texts may be worded apart); the lineage."""
     if outcome is None:
         return MISSING
-    return ERRORED if outcome.error is not None else (outcome.label, outcome.label_name)
+    return (ERRORED if outcome.error is not None else (outcome.label, outcome.label_name)), outcome.lineage
 
 
 def _describe(outcome: Outcome | None) -> str:
