@@ -57,6 +57,9 @@ OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", 
 EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "embeddings")
 # ...and the model the driver described: its architecture, names and weights by their hashes.
 MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
+# The parts' own layout: 2 adds the lineage columns. A table of parts laid out otherwise is refused (one line naming
+# --overwrite) rather than mixed with parts of other columns, which its readers could not read as one table.
+LAYOUT = 2
 
 
 def part_name(input_root: str, path: str, version: FileIdentity | None = None, salt: str = "") -> str:
@@ -98,7 +101,7 @@ def output_options(config: JobConfig, plan: InputPlan, execution: Execution) -> 
     plan_record = execution.to_dict()
     decided = {name: plan_record[name] for name in EXECUTION_OPTIONS}
     model = {name: plan_record["model"][name] for name in MODEL_OPTIONS}
-    return {"input": plan.location.uri_of(plan.location.path), **options, **decided, **model}
+    return {"input": plan.location.uri_of(plan.location.path), **options, **decided, **model, "layout": LAYOUT}
 
 
 @dataclass(frozen=True)

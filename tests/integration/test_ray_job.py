@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from job.input.data_files import FileIdentity
 from job.output.parts import part_name
 from runners import make_dataset, ray_job
 from job.cli import run_main
@@ -71,9 +72,11 @@ def test_local_paths_without_id_column_and_limit(tmp_path):
     rows, _ = read_output(str(tmp_path / "out"))
     expected = [f"part-00000.parquet:{i}" for i in range(9)] + [f"part-00001.parquet:{i}" for i in range(3)]
     assert sorted(r["id"] for r in rows) == sorted(expected) and manifest["counts"]["rows_in"] == 12
-    # One part per input file, named after it.
+    # One part per input file, named after it and its version.
     src = str(tmp_path / "src")
-    assert manifest["files"] == sorted(part_name(src, f"{src}/part-0000{i}.parquet") for i in (0, 1))
+    entries = manifest["table"]["files"]
+    assert manifest["files"] == sorted(part_name(src, f"{src}/{name}", FileIdentity.from_dict(entries[name]))
+                                       for name in ("part-00000.parquet", "part-00001.parquet"))
 
 
 def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):

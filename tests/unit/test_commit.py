@@ -40,8 +40,8 @@ def test_a_local_part_is_renamed_into_place_whole_and_records_its_input(tmp_path
     assert sorted(os.listdir(tmp_path / "out")) == sorted([name, "_staging"])
     assert os.listdir(tmp_path / "out" / "_staging" / "run") == []  # the temporary was renamed, not copied
     rows, record = read_part_record(parts.output, name)
-    identity = {"size": (tmp_path / "in" / "part-00000.parquet").stat().st_size,
-                "mtime_ns": (tmp_path / "in" / "part-00000.parquet").stat().st_mtime_ns}
+    stat = (tmp_path / "in" / "part-00000.parquet").stat()
+    identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns}
     assert rows == 6 and record == {"input_file": "part-00000.parquet", "rows": 6, "options": parts.options, "identity": identity}
     assert pq.read_table(tmp_path / "out" / name).column("id").to_pylist() == ids
 

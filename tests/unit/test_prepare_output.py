@@ -127,3 +127,12 @@ def test_resume_refuses_parts_made_under_another_decode_mode_or_recipe(killed_ru
     other_recipe = dataclasses.replace(parts, options={**parts.options, "recipe": {**parts.options["recipe"], "resize": 256}})
     with pytest.raises(JobError, match="other options \\(recipe; "):
         prepare(other_recipe, config(parts, resume=True), files)
+
+
+def test_a_table_of_parts_laid_out_before_the_lineage_columns_is_refused_naming_overwrite(killed_run):
+    parts, files = killed_run
+    earlier = {name: value for name, value in parts.options.items() if name != "layout"}
+    write_manifest(parts.output, a_manifest(output_options=earlier))
+    with pytest.raises(JobError, match="was written with other options \\(layout; e.g. layout=None, now 2\\); run with the "
+                                       "same options, or pass --overwrite to redo it all"):
+        prepare(parts, config(parts, resume=True), files)
