@@ -125,9 +125,11 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
     options = output_options(config, plan, execution)
     prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution), versioned=formats.keeps_versions(config.table_format))
+                  output_schema(execution), prepared.run_id, salt=prepared.salt, rerun=prepared.rerun,
+                  in_table=config.table_format != "parquet")
     previous = night.snapshot.state if night.snapshot is not None else None
-    formats.require_table(formats.TableAt.of(prepared.output, config), config.table_format, previous, parts.schema)
+    if not config.overwrite:  # an --overwrite's one new version may change the columns, and recreates a lost log
+        formats.require_table(formats.TableAt.of(prepared.output, config), config.table_format, previous, parts.table_schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:

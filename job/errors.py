@@ -3,7 +3,23 @@
 - ``JobError``: found before any work (a bad option, dataset or prefix); exit 2.
 - ``DataError``: the input's data stopped the run part-way (a damaged file, a null or repeated
   id that only the run could see); exit 3. Parts committed before it are kept for ``--resume``.
+- Ctrl-C: one line and exit 130. While a command still imports (torch alone takes seconds), where
+  Python's answer would be a ``KeyboardInterrupt`` traceback from inside some import, and nothing
+  has been read or written yet, ``exit_quietly_on_ctrl_c`` (the first thing ``runners`` does when a
+  command starts) leaves at once; once its ``main`` runs, ``hand_ctrl_c_to_the_command`` gives Ctrl-C
+  back to Python, and ``job.cli.run_main`` answers the ``KeyboardInterrupt`` after the job's clean-up.
+
+Imports nothing but the standard library: ``runners`` imports it first.
 """
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+STARTING = b"interrupted while starting: nothing was read or written\n"
 
 
 class JobError(RuntimeError):
@@ -16,3 +32,26 @@ class DataError(RuntimeError):
     Deterministic: running the same input again meets it again, so engines must not retry it
     (``job.output.parts.FAILED`` carries it to where the rows are gathered instead of raising in a worker).
     """
+
+
+def _leave(signum: int, frame: object) -> None:
+    # os.write and os._exit: safe at any point of an import, with no half-built module to tear down.
+    os.write(2, STARTING)
+    os._exit(EXIT_INTERRUPTED)
+
+
+def exit_quietly_on_ctrl_c() -> None:
+    """From now until ``hand_ctrl_c_to_the_command``, Ctrl-C prints ``STARTING`` and exits 130 at once.
+
+    Only where Ctrl-C has Python's default answer: a shell's background job starts with SIGINT
+    ignored, and that choice is kept.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _leave)
+
+
+def hand_ctrl_c_to_the_command() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt`` again (where ``exit_quietly_on_ctrl_c`` had taken it), for the command's
+    own answer. Off the main thread (a test's helper thread) there is nothing to hand back."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _leave:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

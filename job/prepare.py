@@ -29,16 +29,16 @@ from functools import cached_property
 from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.errors import JobError
-from job.input.data_files import Listing, input_relpath, list_data_files
+from job.input.data_files import Listing, input_relpath, list_data_files, unchanged
 from job.input.dataset_check import InputColumns, check_dataset
 from job.input.objects import object_units
 from job.input.plan import InputFile, InputPlan
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
-from job.output.formats import keeps_versions
 from job.input.unique_ids import ID_HASH_VERSION
 from job.output.id_index import IdIndex
 from job.output.incremental import check_new_ids, moved_files
+from job.output.nesting import refuse_inside_another
 from job.output.night import Night, decide_night, vouched_input
 from job.output.parts import file_part_name
 from job.output.table import Snapshot
@@ -62,8 +62,27 @@ class PreparedJob:
     indexes: dict[str, IdIndex] = field(default_factory=dict, repr=False)  # ``id_index``'s, by name
 
     def part_name(self, file: InputFile) -> str:
-        """The part's name of a planned file (``job.output.parts.part_name``; versioned in a table format)."""
-        return file_part_name(self.plan.location.path, file, keeps_versions(self.config.table_format))
+        """The part's name of a planned file: the table's when its snapshot holds this version of the file, else a new
+        one (``job.output.parts.part_name``; salted by the run on an --overwrite of a table, whose old parts stay named)."""
+        entry = self.previous.files.get(self.relpath(file.path)) if self.previous is not None else None
+        if entry is None or entry.removed or self.config.overwrite or not unchanged(entry.identity, file.identity):
+            return file_part_name(self.plan.location.path, file, self.salt)
+        if file.path in self.rerun:  # rows that timed out: run again, beside the part readers read
+            return file_part_name(self.plan.location.path, file, self.run_id)
+        return entry.part
+
+    @cached_property
+    def rerun(self) -> frozenset[str]:
+        """Unchanged input files an --incremental night runs again: their rows that timed out (a transient cause)."""
+        if self.previous is None or not self.config.incremental:
+            return frozenset()
+        timed_out = {name for name, entry in self.previous.files.items() if entry.transient}
+        return frozenset(f.path for f in self.plan.files if timed_out and self.relpath(f.path) in timed_out)
+
+    @property
+    def salt(self) -> str:
+        """Part names' salt: an --overwrite of a Delta or Iceberg table writes beside the version readers still read."""
+        return self.run_id if self.config.overwrite and self.config.table_format != "parquet" else ""
 
     def relpath(self, path: str) -> str:
         return input_relpath(self.plan.location.path, path)
@@ -111,13 +130,15 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
     finally:
         model = described()  # raises the model's refusal, if any, in place of the listing's
     require_bucket(output, "--output")
+    refuse_inside_another(output)  # and one holding another table: job.output.prefix, from its listing
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.
     lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id),
                                 take_over_expired=config.resume or config.overwrite or config.incremental)
     with ExitStack() as holding:
         holding.enter_context(lease.held())
-        held = prefix.read_held(output, read_manifest_too=config.resume or config.incremental)
+        held = prefix.read_held(output, config.resume or config.incremental or _overwrites_table(config),
+                                shared=config.table_format != "parquet", overwrite=config.overwrite)
         vouched = vouched_input(config, held, listing, source.path)  # refuses another table format first
         plan = plan_listed(source, config, listing, vouched.files, vouched.columns)
         job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night(), held.snapshot)
@@ -126,6 +147,11 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
         _act_on(job, held)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
+
+
+def _overwrites_table(config: JobConfig) -> bool:
+    """An --overwrite of a Delta or Iceberg table: one new version over the one the manifest records."""
+    return config.overwrite and config.table_format != "parquet"
 
 
 def _moved(job: PreparedJob, held: prefix.Held, gone: dict, running: list[str]) -> set[str]:

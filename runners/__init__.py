@@ -15,9 +15,15 @@ says so in one line (``require_extra``) before its first import of it would fail
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
+
+if sys.argv[:1] == ["-m"]:  # a command starting (as below): Ctrl-C during its imports is one line, exit 130
+    from job.errors import exit_quietly_on_ctrl_c
+
+    exit_quietly_on_ctrl_c()
+
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
 from typing import TYPE_CHECKING, NamedTuple
 
 # What every command imports (the project's own dependencies). Under `python -m runners.<command>`

@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import pickle
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import torch
 import torch.multiprocessing
@@ -28,6 +30,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from job.cli import positive_int
 from job.config import JobConfig
 from job.driver import commands
+from job.errors import JobError
 from job.engine import Engine, EngineRun, Job
 from job.execution import Capabilities, Devices, Execution, this_machine
 from job.feedback import IdleMeter, SharedFeedback
@@ -45,6 +48,7 @@ DEFAULT_START_METHOD = "spawn"
 # 1.3 s before its first batch (the 2-vCPU VM), longer than decoding 1,000 rows takes (about 1.5 ms a row), so for
 # such an input the worker only delays the first prediction (the built-in sample: 3.6 s with one, 2.6 s without).
 WORKERS_FROM_ROWS = 1000
+WORKER_DIED = "DataLoader worker (pid"  # how torch's errors for a worker that died begin (its watchdog, its SIGCHLD handler)
 
 
 class PlannedFiles(IterableDataset):
@@ -54,10 +58,22 @@ class PlannedFiles(IterableDataset):
     pixels travel as a tensor beside the batch, so the DataLoader shares and pins them.
     """
 
-    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, feedback: SharedFeedback | None) -> None:
+    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, feedback: SharedFeedback | None,
+                 plan_file: str | None = None) -> None:
         self.plan, self.config, self.execution, self.feedback = plan, config, execution, feedback
+        self.plan_file = plan_file  # where workers read the plan (``__getstate__``); None: it travels with the dataset
+
+    def __getstate__(self) -> dict:
+        # A spawned worker gets this object through a pipe its parent writes before the worker reads it. A worker
+        # killed as it starts (the kernel's OOM killer) then leaves the parent blocked for good on a full pipe,
+        # if the object is larger than the pipe (64 KB): multiprocessing's parent holds the read end open too.
+        # The plan (thousands of files or objects: megabytes) goes through a file, so the pipe holds a few KB.
+        return {**self.__dict__, "plan": None} if self.plan_file is not None else dict(self.__dict__)
 
     def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor | None]]:
+        if self.plan is None:
+            with open(self.plan_file, "rb") as f:
+                self.plan = pickle.load(f)
         worker = get_worker_info()
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
         preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None)
@@ -70,13 +86,46 @@ class PlannedFiles(IterableDataset):
 
 
 def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:
-    """Classify every pending row in the main process; commit each input file's part once all its rows are in."""
+    """Classify every pending row in the main process; commit each input file's part once all its rows are in.
+
+    A worker that dies (killed by the OOM killer, say) ends the run in one line; the parts committed before stay.
+    """
     workers = workers_for(job.pending, args.workers)
+    with tempfile.TemporaryDirectory(prefix="local-job-plan-") as folder, _worker_deaths_in_one_line(workers):
+        plan_file = _written_plan(job.pending, folder) if workers else None
+        return _run(job, args, workers, plan_file)
+
+
+def _written_plan(plan: InputPlan, folder: str) -> str:
+    """The plan pickled into a file in ``folder``, for the workers (``PlannedFiles.__getstate__``)."""
+    path = os.path.join(folder, "plan.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(plan, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+@contextmanager
+def _worker_deaths_in_one_line(workers: int) -> Iterator[None]:
+    """A DataLoader worker that died: JobError naming memory and the fix, not torch's traceback.
+
+    torch says so as a RuntimeError, from its SIGCHLD handler or its queue's watchdog, wherever the main thread is.
+    """
+    try:
+        yield
+    except RuntimeError as e:
+        if not str(e).startswith(WORKER_DIED):
+            raise
+        died = str(e).splitlines()[0].strip().rstrip(".")
+        raise JobError(f"{died}: the kernel ends a process this way when memory runs out; run with fewer --workers "
+                       f"(now {workers}) or a smaller --batch-size, then --resume to keep the parts already committed") from e
+
+
+def _run(job: Job, args: argparse.Namespace, workers: int, plan_file: str | None) -> EngineRun:
     context = torch.multiprocessing.get_context(args.start_method)
     # --decode auto: the workers' routers read the model's word from shared memory.
     feedback = SharedFeedback(context) if job.execution.auto_adapts else None
     loader = DataLoader(
-        PlannedFiles(job.pending, job.config, job.execution, feedback),
+        PlannedFiles(job.pending, job.config, job.execution, feedback, plan_file),
         batch_size=None,  # the dataset yields whole batches
         num_workers=workers,
         pin_memory=job.execution.device == "cuda",
@@ -132,11 +181,10 @@ def add_local_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("local")
     group.add_argument("--workers", type=positive_int(0), default=None,
                        help="DataLoader worker processes that read and preprocess; 0: in the main process "
-                            f"(default: CPUs - 1, at least 1; none for an input of under {WORKERS_FROM_ROWS:,} rows, "
+                            f"(not given: CPUs - 1, at least 1; none for an input of under {WORKERS_FROM_ROWS:,} rows, "
                             "which a worker's start-up would only delay)")
     group.add_argument("--start-method", choices=("spawn", "forkserver", "fork"), default=DEFAULT_START_METHOD,
-                       help=f"how workers start (default: {DEFAULT_START_METHOD}; fork is faster to start but unsafe "
-                            "once the S3 client or torch threads are running)")
+                       help="how workers start; fork is faster to start but unsafe once the S3 client or torch threads are running")
 
 
 class ThisMachine:

@@ -32,7 +32,6 @@ require_extra("ray", __name__)  # before ray's import: a missing extra is one li
 import ray  # noqa: E402
 
 from job.cli import non_negative_seconds, positive_int
-from job.driver import commands
 from job.engine import Engine, EngineRun, Job
 from job.execution import Capabilities
 from job.output.parts import FILE, PartCollector
@@ -40,6 +39,7 @@ from job.timeline import device_seconds_of
 from runners.ray.accelerators import CUDA, Accelerator
 from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
 from runners.ray.feedback import start_board
+from runners.ray.glue import add_glue_argument, check_glue_table, with_glue_registration
 from runners.ray.placement import alive_nodes, placement_summary, recovery, start_registry
 from runners.ray.stages import RayClassify, RayPreprocess, classify_stage, preprocess_stage
 
@@ -86,7 +86,8 @@ def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify
     nodes = alive_nodes()
     try:
         with session.running():
-            collector, device_seconds = session.unwrap_errors(lambda: collect_parts(build_dataset(job, scaling, classify, preprocess), job))
+            collector, device_seconds = session.unwrap_errors(
+                lambda: collect_parts(build_dataset(job, scaling, classify, preprocess), job), scaling)
         placement, chosen = placement_summary(helpers[0], session.accelerator.resource)
     finally:
         for actor in helpers:
@@ -109,19 +110,20 @@ def start_session(args: argparse.Namespace, accelerator: Accelerator = CUDA) -> 
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("ray")
     group.add_argument("--address", help="Ray cluster to join: its head's host:port, ray://head:10001, or auto (the cluster "
-                                          "`ray start` runs on this machine); the default is RAY_ADDRESS (which `ray job "
-                                          "submit` sets) or else a new local Ray, never a cluster already running here")
+                                          "`ray start` runs on this machine); not given: RAY_ADDRESS (which `ray job "
+                                          "submit` sets), else a new local Ray, never a cluster already running here")
     group.add_argument("--num-gpu-actors", type=positive_int(),
                        help="predictor actors, one GPU each: the run waits for that many GPUs (asking the autoscaler) "
-                            "and stops if they do not come (default: one per GPU the cluster has once any wait ends; "
+                            "and stops if they do not come; not given: one per GPU the cluster has once any wait ends ("
                             "when no GPU is up but a node type the cluster's autoscaler reports can bring GPUs, the run "
-                            "first asks for one and waits as --num-gpu-actors 1 does; 1 on CPU when none is up or can come)")
+                            "first asks for one and waits as --num-gpu-actors 1 does), 1 on CPU when none is up or can come")
     group.add_argument("--gpu-wait", type=non_negative_seconds, default=DEFAULT_GPU_WAIT_S, metavar="SECONDS",
                        help="how long the run waits for the GPUs it asks for (--num-gpu-actors, or one a node type can "
-                            f"bring) to join (default: {DEFAULT_GPU_WAIT_S:g}); 0 without --num-gpu-actors: run on the "
+                            "bring) to join; 0 without --num-gpu-actors: run on the "
                             "nodes that are up, without waiting for a GPU node type")
     group.add_argument("--num-cpu-actors", type=positive_int(),
-                       help="preprocessing actors (default: the cluster's CPUs less one per predictor and one spare)")
+                       help="preprocessing actors; not given: the cluster's CPUs less one per predictor and one spare")
+    add_glue_argument(group)
 
 
 ENGINE = Engine(
@@ -130,8 +132,9 @@ ENGINE = Engine(
     add_arguments=add_ray_arguments, start=start_session, execute=run_on_ray,
     packages=("ray",),
     compare_options=("--address", "local"),  # a fresh local Ray, never a cluster that happens to run here
+    check=check_glue_table,
 )
-main, cli = commands(ENGINE)
+main, cli = with_glue_registration(ENGINE)  # job.driver's commands, then --glue-table's registration
 
 if __name__ == "__main__":
     sys.exit(cli())

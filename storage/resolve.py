@@ -41,6 +41,11 @@ class Location:
     path: str  # no scheme, no trailing slash: "bucket/key/prefix" or "/abs/local/dir"
     uri: str
 
+    def __post_init__(self) -> None:
+        # Spelt one way however the Location was made: an S3 location whose URI said "S3://" would pass for a local
+        # path, and ``writer`` and ``uri_of`` would then make a folder named after the bucket in the working directory.
+        object.__setattr__(self, "uri", normalise(self.uri))
+
     @property
     def is_s3(self) -> bool:
         return self.uri.startswith("s3://")

@@ -38,6 +38,7 @@ import pyarrow.fs as pafs
 
 from job.errors import JobError
 from storage import Location, require_bucket, storage_errors
+from storage.odd_keys import has_empty_segment
 
 LISTING_THREADS = 32  # listings in flight: S3 answers each in tens of milliseconds, mostly waiting
 FAN_OUT_LEVELS = 3  # folder levels walked one by one, at most, looking for LISTING_THREADS sub-prefixes
@@ -57,7 +58,11 @@ class FileIdentity:
     """Which version of an input file a part was made from: a replaced file differs in one of these.
 
     S3's listing gives no ETag through pyarrow; its LastModified (whole seconds) changes on every
-    PUT, so only a same-size replacement within the same second would go unseen.
+    PUT, so only a same-size replacement within the same second would go unseen. A local file's
+    mtime can be set back (``cp -p``, ``rsync -t``, ``touch -d``: copy tools that keep times), so a
+    local file also carries its inode's change time, which every write and every setting of the
+    mtime moves to now and no user call sets back: a rewrite shows there at the cost of one ``stat``
+    a file, where a content digest would read every byte of every file each night.
     """
 
     size: int  # bytes
@@ -65,15 +70,19 @@ class FileIdentity:
     # A group of image objects (job.input.objects.group_objects): the digest of its members' keys, sizes and
     # mtimes, which a total size and a newest mtime alone would not tell apart. None for a file.
     members: str | None = None
+    # A local file's st_ctime_ns (see above); None on S3, and in identities recorded before it was kept: such an
+    # identity vouches for no local file, which is then redone once and recorded with it.
+    ctime_ns: int | None = None
 
     def to_dict(self) -> dict:
         members = {"members": self.members} if self.members is not None else {}
-        return {"size": self.size, "mtime_ns": self.mtime_ns, **members}
+        ctime = {"ctime_ns": self.ctime_ns} if self.ctime_ns is not None else {}
+        return {"size": self.size, "mtime_ns": self.mtime_ns, **members, **ctime}
 
     @classmethod
     def from_dict(cls, data: dict | None) -> FileIdentity | None:
         """``to_dict``'s inverse, as a part's footer records it; None: a part written without one."""
-        return cls(data["size"], data["mtime_ns"], data.get("members")) if data is not None else None
+        return cls(data["size"], data["mtime_ns"], data.get("members"), data.get("ctime_ns")) if data is not None else None
 
 
 class Listing(dict):
@@ -117,7 +126,8 @@ def list_data_files(location: Location) -> Listing:
         info = location.filesystem.get_file_info(location.path)
         if info.type == pafs.FileType.File:  # one file: Parquet, or one image object
             name = input_relpath(location.path, location.path)
-            return Listing({location.path: _identity(info)}, is_image_prefix(location, [location.path], [name]), [name])
+            identity = FileIdentity(info.size, info.mtime_ns, None, _ctime_ns(location, info.path))
+            return Listing({location.path: identity}, is_image_prefix(location, [location.path], [name]), [name])
         if info.type == pafs.FileType.NotFound:
             require_bucket(location, "--input")
             raise JobError(f"{location.uri}: no such file or prefix; check --input")
@@ -130,16 +140,34 @@ def list_data_files(location: Location) -> Listing:
     files, names = {}, []
     for (path, is_file, size, mtime_ns), name in zip(listed, relative):
         if is_file and is_data_file(name):
-            files[path] = FileIdentity(size, mtime_ns)
+            files[path] = FileIdentity(size, mtime_ns, None, _ctime_ns(location, path))
             names.append(name)
     if not files:
         raise JobError(f"{location.uri}: no Parquet files under this prefix; check --input (Parquet files, or image "
                        "objects named *.jpg, *.png, *.webp, ...)")
-    return Listing(files, is_image_prefix(location, list(files), names), names)
+    listing = Listing(files, is_image_prefix(location, list(files), names), names)
+    if not listing.images:
+        _refuse_unreadable_keys(location, listing)
+    return listing
 
 
-def _identity(info: pafs.FileInfo) -> FileIdentity:
-    return FileIdentity(info.size, info.mtime_ns)
+def _refuse_unreadable_keys(location: Location, listing: Listing) -> None:
+    """Refuse a Parquet file whose S3 key has an empty segment (``a//b.parquet``): pyarrow's Parquet reader cannot open
+    it. (An image object with such a key is read whole, ``storage.odd_keys``; a Parquet file is read in ranges.)"""
+    odd = next((path for path in listing if has_empty_segment(path)), None) if location.is_s3 else None
+    if odd is not None:
+        raise JobError(f"{location.uri_of(odd)}: a Parquet file whose key has an empty path segment ('//'), which the "
+                       "Parquet reader cannot open; copy it to a key without one (or out of --input)")
+
+
+def _ctime_ns(location: Location, path: str) -> int | None:
+    """A local file's inode change time (``FileIdentity.ctime_ns``); None on S3. One ``stat``: pyarrow's listing has none."""
+    if location.is_s3:
+        return None
+    try:
+        return os.stat(path).st_ctime_ns
+    except OSError:
+        return None  # gone since the listing: the plan's read of it says so
 
 
 def is_data_file(relative_path: str) -> bool:
@@ -206,11 +234,20 @@ def list_tree(filesystem: pafs.FileSystem, root: str) -> list[pafs.FileInfo]:
             if len(folders) >= LISTING_THREADS:
                 break
             level = _list_all(pool, filesystem, folders, recursive=False)
+            if _lists_itself(folders, level):
+                break  # an empty key segment ("a//b.jpg"): pyarrow lists "a/" as folder "a" again, so list "a" whole
             infos += level
             folders = [i.path for i in level if i.type == pafs.FileType.Directory]
             if not folders:
                 return infos
         return infos + _list_all(pool, filesystem, folders, recursive=True)
+
+
+def _lists_itself(folders: list[str], level: list[pafs.FileInfo]) -> bool:
+    """Whether a folder's listing named the folder itself: keys with an empty segment below it, which only a recursive
+    listing of the folder gives apart (one level deeper would list the folder again and again)."""
+    listed = set(folders)
+    return any(i.path in listed or i.path.endswith("/") for i in level)
 
 
 def _list_all(pool: ThreadPoolExecutor, filesystem: pafs.FileSystem, folders: list[str], *,

@@ -42,6 +42,7 @@ import pyarrow as pa
 from job.input.data_files import FileIdentity, Listing, input_relpath
 from job.input.unique_ids import id_hashes, ids_digest
 from storage import Location
+from storage.odd_keys import read_bytes
 
 # Expected objects per group (--objects-per-part's default): 10 million objects make about 10,000
 # parts; a group of 100 KB JPEGs is about 100 MB, a few seconds of one decoder's work. Small
@@ -103,8 +104,7 @@ def _read_object(location: Location, path: str, size: int) -> tuple[bytes | None
         return None, (f"object too large: {uri} is {size} bytes, over the {MAX_OBJECT_BYTES} bytes read as one image; "
                       "move it out of --input")
     try:
-        with location.filesystem.open_input_stream(path) as f:
-            return f.read(), None
+        return read_bytes(location, path), None
     except FileNotFoundError:
         return None, f"object gone: {uri} was deleted after the job planned it; the next --incremental run drops its row"
     except OSError as e:  # after the store's own retries: this object alone is lost, its group goes on
@@ -144,6 +144,12 @@ def group_objects(keys: Sequence[str], identities: Sequence[FileIdentity], per_p
 
 def members_identity(keys: Sequence[str], identities: Sequence[FileIdentity]) -> FileIdentity:
     """One identity for a group: it differs when any member was added, removed, resized or rewritten."""
-    digest = hashlib.sha256("\n".join(f"{key}\0{i.size}\0{i.mtime_ns}" for key, i in zip(keys, identities)).encode())
+    digest = hashlib.sha256("\n".join(f"{key}\0{i.size}\0{i.mtime_ns}{_changed(i)}" for key, i in zip(keys, identities)).encode())
     mtimes = [i.mtime_ns for i in identities if i.mtime_ns is not None]
     return FileIdentity(sum(i.size for i in identities), max(mtimes) if mtimes else None, digest.hexdigest()[:32])
+
+
+def _changed(identity: FileIdentity) -> str:
+    """A local object's change time in its group's digest (a rewrite that kept its mtime); nothing on S3, whose
+    groups keep the digests earlier runs recorded."""
+    return "" if identity.ctime_ns is None else f"\0{identity.ctime_ns}"

@@ -143,14 +143,24 @@ class RaySession:
         return f"started a new local Ray at {where}" if self.target == LOCAL else f"joined the Ray cluster at {where}"
 
     @staticmethod
-    def unwrap_errors(run: Callable[[], T]) -> T:
-        """``run()``, with a worker's user-fixable error re-raised as itself, one line.
+    def unwrap_errors(run: Callable[[], T], scaling: Scaling | None = None) -> T:
+        """``run()``, with a worker's user-fixable error re-raised as itself, one line; workers that Ray's memory
+        monitor killed (after Ray's own retries) as one line naming memory and the fix (``scaling``: the run's sizes).
 
         Ray re-raises a task's exception as a ``RayTaskError`` subclassing its class, whose text
         is the worker's traceback; ``cause`` is the original, to which Ray Data appends retry hints.
         An actor whose constructor raised (a predictor planned on a GPU where CUDA is not usable)
         comes back as an ``ActorDiedError`` holding only the traceback's text: its last line is ours.
         """
+        try:
+            return RaySession._user_errors(run)
+        except Exception as e:  # whatever wraps it (Ray Data's, an actor's death): its chain tells
+            if not killed_for_memory(e):
+                raise
+            raise JobError(memory_line(e, scaling)) from e
+
+    @staticmethod
+    def _user_errors(run: Callable[[], T]) -> T:
         try:
             return run()
         except ray.exceptions.RayTaskError as e:
@@ -163,6 +173,35 @@ class RaySession:
                 kind, text = found[-1]
                 raise {"JobError": JobError, "StorageError": StorageError}[kind](text) from e
             raise
+
+
+# How Ray says its memory monitor killed a worker: the error type it raises, and the words of its messages
+# ("Task was killed due to the node running low on memory", an actor's death "NODE_OUT_OF_MEMORY").
+_MEMORY_WORDS = ("running low on memory", "NODE_OUT_OF_MEMORY", "ray.exceptions.OutOfMemoryError")
+_MEMORY_FIGURE = re.compile(r"(\d+(?:\.\d+)?GB(?: used)? / \d+(?:\.\d+)?GB(?: limit)?)")  # "was 7.09GB used / 23.54GB limit"
+
+
+def killed_for_memory(error: BaseException) -> bool:
+    """Whether Ray's memory monitor killed the worker behind ``error`` (or behind what it wraps)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ray.exceptions.OutOfMemoryError) or any(word in str(error) for word in _MEMORY_WORDS):
+            return True
+        cause = getattr(error, "cause", None)  # a RayTaskError's original exception
+        error = cause if isinstance(cause, BaseException) else error.__cause__ or error.__context__
+    return False
+
+
+def memory_line(error: BaseException, scaling: Scaling | None) -> str:
+    """The one line for workers Ray killed for memory: what happened, the node's figure when Ray gave it, the fix."""
+    figure = _MEMORY_FIGURE.search(str(error))
+    used = f" ({figure.group(1)} in use)" if figure else ""
+    actors = f" (now {scaling.preprocess_actors} preprocessing, {scaling.classify_actors} predictor)" if scaling else ""
+    batch = f" (now {scaling.batch_size})" if scaling else ""
+    return (f"ray: workers were killed because their node ran low on memory{used}, after Ray's retries; run fewer actors "
+            f"(--num-cpu-actors{actors}) or a smaller --batch-size{batch}, or on nodes with more memory, then --resume "
+            "to keep the parts already committed")
 
 
 def cluster_devices(accelerator: Accelerator = CUDA) -> Devices:
@@ -185,14 +224,17 @@ class Scaling:
     preprocess_initial: int  # ... and the size it starts at
     batch_size: int
     accelerator: str = CUDA.resource  # the Ray resource each predictor holds one of, when ``gpus``
+    # CPUs each actor of both pools reserves: 1, or a share where the pools and the steps around them
+    # would not fit the cluster otherwise (``runners.ray.api``: a user's read and write tasks need a CPU too).
+    actor_cpus: float = 1.0
 
     def predictor_resources(self) -> dict:
         """``map_batches``'s resource arguments for one predictor actor: a CPU, and its GPU (or the stand-in resource)."""
         if not self.gpus:
-            return {"num_cpus": 1}
+            return {"num_cpus": self.actor_cpus}
         if self.accelerator == CUDA.resource:
-            return {"num_cpus": 1, "num_gpus": 1}
-        return {"num_cpus": 1, "resources": {self.accelerator: 1}}
+            return {"num_cpus": self.actor_cpus, "num_gpus": 1}
+        return {"num_cpus": self.actor_cpus, "resources": {self.accelerator: 1}}
 
     @property
     def calls_per_predictor(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
@@ -22,11 +23,29 @@ from tests.common.datasets import write_mixed
 from tests.common.ray_standins import PredictorOnCpu
 
 
+# The test moves a few MB through the object store: a small one each node, an eighth of what is free at most, so two
+# nodes on one busy machine do not each reserve 30% of its memory (Ray's default), which it may not have.
+OBJECT_STORE_BYTES = 256 * 1024**2
+RAY_MIN_OBJECT_STORE_BYTES = 80 * 1024**2  # Ray refuses under 75 MB
+# Ray's memory monitor kills workers when the machine's memory is 95% used, whoever uses it: on a busy machine,
+# other processes' memory killed this test's workers. It checks placement, not memory: the kernel alone guards it.
+NO_MEMORY_MONITOR = {"RAY_memory_monitor_refresh_ms": "0"}
+
+
+def object_store_bytes() -> int:
+    """Each test node's object store: ``OBJECT_STORE_BYTES``, or an eighth of the memory free now when that is less."""
+    return max(RAY_MIN_OBJECT_STORE_BYTES, min(OBJECT_STORE_BYTES, psutil.virtual_memory().available // 8))
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
-    cluster.add_node(num_cpus=1, num_gpus=1)  # the "GPU node": one CPU for the predictor actor
-    cluster.wait_for_nodes()
+    store = object_store_bytes()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in NO_MEMORY_MONITOR.items():
+            patch.setenv(name, value)  # read by each raylet as it starts
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0, "object_store_memory": store})
+        cluster.add_node(num_cpus=1, num_gpus=1, object_store_memory=store)  # the "GPU node": one CPU for the predictor
+        cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()
 

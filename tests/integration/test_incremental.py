@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pyarrow.parquet as pq
 import pytest
 
 from job import driver
+from job.sample.synthetic import synthetic_rows
 from runners import local_job
 from storage import resolve
 from tests.common.contract import read_output
@@ -144,3 +146,22 @@ def test_a_table_whose_index_has_the_earlier_layout_goes_on_and_its_next_index_i
     assert {f for f in files_under(out, None) if f.startswith("_index/")} == index_files([night["table"]["index"]])
     again = IdIndex.read(resolve(out), night["table"]["index"])
     assert len(again.segments) == 1 and again.files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+
+
+def test_a_local_image_rewritten_with_its_size_and_mtime_kept_is_redone(tmp_path):
+    """A copy tool that keeps times (cp -p, rsync -t) leaves size and mtime as they were: the inode's change time tells."""
+    first_image, other_image = sorted((data for _, data in synthetic_rows(2, "jpeg", (32, 24), seed=7)), key=len, reverse=True)
+    rewritten = other_image + b"\0" * (len(first_image) - len(other_image))  # readers stop at the JPEG's end marker
+    (tmp_path / "in").mkdir()
+    for name in ("a.jpg", "b.jpg"):
+        (tmp_path / "in" / name).write_bytes(first_image)
+    args = job_args(str(tmp_path / "in"), str(tmp_path / "out"), None, "--incremental", "--resize", "40", "--crop", "32")
+    main(args)
+    assert main(args)["table"]["delta"]["replaced"] == []  # nothing changed: nothing redone
+    target = tmp_path / "in" / "b.jpg"
+    before = os.stat(target)
+    target.write_bytes(rewritten)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(target).st_size, os.stat(target).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    night = main(args)
+    assert night["table"]["delta"]["replaced"] and night["input_files"]["resumed"] == 0, night["table"]["delta"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,10 +15,12 @@ from runners import local_job
 from job.cli import run_main
 from job import progress
 from job.lease.lease import LeaseOwner, OutputLease
+from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import assert_output_contract, assert_progress_shown, assert_timeline, read_output
 from tests.common.datasets import write_mixed
 from tests.integration import checks_scenarios as checks
+from tests.unit.test_layers import ROOT
 
 
 def run(*argv: str) -> dict:
@@ -130,3 +133,61 @@ def test_startup_counts_from_the_interpreter_not_from_what_ran_before_it(tmp_pat
     elapsed = time.time() - started
     timeline = read_output(str(tmp_path / "out"))[1]["timeline"]
     assert 0 < timeline["startup_seconds"] < timeline["wall_seconds"] < elapsed - 3.5, (timeline, elapsed)
+
+
+def test_an_output_inside_or_above_another_jobs_output_is_refused_in_one_line(tmp_path, capsys):
+    """A job's readers take its folder whole: another job's output inside it, or around it, is refused before any work."""
+    write_mixed(str(tmp_path / "in"))
+    finished = tmp_path / "out" / "nightly"
+    run("--input", str(tmp_path / "in"), "--output", str(finished), "--workers", "0")
+    argv = ["--weights", "random", "--input", str(tmp_path / "in"), "--workers", "0"]
+    inside = checks.refused(local_job.main, [*argv, "--output", str(finished / "inner")], capsys)
+    assert inside.startswith(f"--output {finished}/inner lies inside {finished}, which holds a finished job"), inside
+    above = checks.refused(local_job.main, [*argv, "--output", str(tmp_path / "out")], capsys)
+    assert above.startswith(f"--output {tmp_path}/out holds a finished job (_SUCCESS.json) at {finished}"), above
+    assert not (finished / "inner").exists() and sorted(os.listdir(tmp_path / "out")) == ["nightly"]  # as they were
+
+
+def _kill_workers_as_they_start(driver: subprocess.Popen, deadline_s: float) -> int:
+    """SIGKILL each spawned worker of ``driver`` the moment it appears, as the kernel's OOM killer may; how many."""
+    killed, deadline = set(), time.monotonic() + deadline_s
+    while driver.poll() is None and time.monotonic() < deadline:
+        for task in os.listdir(f"/proc/{driver.pid}/task") if os.path.exists(f"/proc/{driver.pid}/task") else []:
+            try:
+                with open(f"/proc/{driver.pid}/task/{task}/children") as f:
+                    children = [int(pid) for pid in f.read().split()]
+            except OSError:
+                continue
+            for pid in set(children) - killed:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"spawn_main" in f.read():
+                            os.kill(pid, signal.SIGKILL)
+                            killed.add(pid)
+                except OSError:
+                    continue
+        time.sleep(0.005)
+    return len(killed)
+
+
+def test_a_worker_killed_as_it_starts_ends_the_run_in_one_line_and_frees_the_output(tmp_path):
+    """The plan of 3,000 objects no longer rides the worker's start pipe, where a dead worker left the driver blocked."""
+    (_, jpeg), = synthetic_rows(1, "jpeg", (32, 24), seed=5)
+    for index in range(3000):
+        path = tmp_path / "in" / f"folder-{index % 7}" / f"an-image-object-with-a-long-name-{index:05d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(jpeg)
+    argv = [sys.executable, "-m", "runners.local_job", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+            "--weights", "random", "--workers", "1", "--resize", "40", "--crop", "32"]
+    with open(tmp_path / "stderr", "w") as err:
+        driver = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            assert _kill_workers_as_they_start(driver, deadline_s=120) >= 1
+            code = driver.wait(timeout=120)  # it hung here, renewing its lease, before
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+    text = (tmp_path / "stderr").read_text()
+    assert code == 2 and "Traceback" not in text, text
+    assert text.rstrip().splitlines()[-1].startswith("error: DataLoader worker (pid") and "--workers" in text, text
+    assert not (tmp_path / "out" / "_lease.json").exists()  # the next night is not refused

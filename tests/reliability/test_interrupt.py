@@ -38,3 +38,27 @@ def test_ctrl_c_is_one_line_and_exit_130(module, argv, tmp_path):
     after = err.split("\ninput: ", 1)[1]
     assert code == 130 and after.rstrip().endswith(INTERRUPTED), err
     assert "Traceback" not in after and "ERROR" not in after, err
+
+
+def interrupted_after(seconds: float, tmp_path, *argv: str) -> tuple[int, str]:
+    """Start the local engine on 6 images of the built-in sample, Ctrl-C its process group ``seconds`` after the
+    start, as a terminal does; (exit code, stderr)."""
+    log = tmp_path / f"stderr-{seconds}"
+    with open(log, "w") as err:
+        # SIGINT restored in the child: a test run from a shell's background job would have it ignored, testing nothing.
+        process = subprocess.Popen([sys.executable, "-m", "runners.local_job", "--output", str(tmp_path / f"out-{seconds}"),
+                                    "--limit", "6", "--weights", "random", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=err, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(seconds)
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(timeout=120)
+    return code, log.read_text()
+
+
+def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path):
+    """From the first import on (imports take the first seconds): never a KeyboardInterrupt traceback."""
+    for seconds in (0.2, 0.7, 1.5, 3.0):
+        code, err = interrupted_after(seconds, tmp_path, "--workers", "1")
+        assert code == 130 and "Traceback" not in err, (seconds, err)
+        assert err.rstrip().splitlines()[-1].startswith("interrupted"), (seconds, err)

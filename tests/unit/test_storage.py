@@ -8,7 +8,7 @@ import re
 import pyarrow.fs as pafs
 import pytest
 
-from storage import StorageError, has_credentials, normalise, resolve, within
+from storage import Location, StorageError, has_credentials, normalise, resolve, within
 from storage.conditional import create_exclusive
 from storage.errors import _LOCAL_HINTS, storage_errors
 from storage.resolve import s3_endpoint
@@ -31,6 +31,18 @@ def test_upper_case_and_s3a_uris_resolve_on_s3(s3_env, s3_bucket):
         assert (location.uri.rstrip("/"), location.path, location.is_s3) == (f"s3://{s3_bucket}/x", f"{s3_bucket}/x", True), written
         assert location.uri_of(location.join("_lease.json")) == f"s3://{s3_bucket}/x/_lease.json"
     assert within(f"S3://{s3_bucket}/x/y", f"s3a://{s3_bucket}/x") and has_credentials("S3A://KEY:secret@bucket/x")
+
+
+def test_a_location_made_with_an_upper_case_scheme_writes_to_s3_and_nothing_local(s3_env, s3_bucket, tmp_path, monkeypatch):
+    """However a Location is made, its scheme is spelt once: an ``S3://`` one never passes for a local path."""
+    monkeypatch.chdir(tmp_path)  # where a path taken for a local one would make a folder named after the bucket
+    resolved = resolve(f"s3://{s3_bucket}/out", s3_env)
+    location = Location(resolved.filesystem, resolved.path, f"S3://{s3_bucket}/out")
+    with location.writer(location.join("sub", "a.txt")) as out:
+        out.write(b"x")
+    assert (location.is_s3, location.uri_of(location.join("a"))) == (True, f"s3://{s3_bucket}/out/a")
+    assert resolved.filesystem.get_file_info(f"{s3_bucket}/out/sub/a.txt").size == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_schemes_other_than_s3_keep_their_case_rules(tmp_path):
