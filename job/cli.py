@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
 from inference.archs import ARCHS, DEFAULT_ARCH
@@ -18,7 +19,7 @@ from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
-from job.errors import DataError, JobError
+from job.errors import EXIT_INTERRUPTED, DataError, JobError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
@@ -28,7 +29,6 @@ EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every jo
 # The input's data stopped the run part-way (a damaged file, a null or repeated id found by the run):
 # running it again as it is fails again, so a scheduler should not retry it blindly; fix the data, then --resume.
 EXIT_DATA = 3
-EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 RESUME_HINT = "no manifest written; re-run with --resume to keep the committed parts and finish"
 
 
@@ -39,90 +39,149 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def get_args_parser(prog: str | None = None, description: str | None = None) -> argparse.ArgumentParser:
-    """The options every engine shares; engines add an argument group of their own."""
-    parser = _OneLineParser(prog=prog, description=description)
-    io = parser.add_argument_group("data")
-    io.add_argument("--input", help="s3://bucket/prefix/ or local path of Parquet files, or of image objects (*.jpg, *.png, "
-                    "...: one row each, its id the key relative to the prefix) (default: built-in sample)")
-    io.add_argument("--output", help="prefix for predictions and _SUCCESS.json (default: a new temp dir)")
-    io.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL)")
-    io.add_argument("--image-column", default="image", help="column of image bytes or raw pixels (default: image)")
-    io.add_argument("--id-column", default="id", help="column of row ids; absent: '<path relative to --input>:<row index>' (default: id)")
-    io.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
-    io.add_argument("--limit", type=int, help="process only the first N images")
-    io.add_argument("--objects-per-part", type=positive_int(), default=DEFAULT_PER_PART,
-                    help=f"an --input of image objects: objects per output part on average, grouped by their keys' "
-                         f"hashes so a night redoes only the groups that changed (default: {DEFAULT_PER_PART})")
-    io.add_argument("--skip-id-check", action="store_true",
-                    help="for inputs known to be clean: saves one read of the id column, about 0.3 s per million ids "
-                         "(a repeated id is then found only after the run)")
-    io.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
-    io.add_argument("--incremental", action="store_true",
-                    help="on an output a finished run left: run only the input files added or changed since (size, "
-                         "modification time), delete the parts of files gone, keep the rest unread; the first run "
-                         "into an empty --output runs everything. Each run's manifest stays in _history/")
-    io.add_argument("--keep-removed", action="store_true", help="--incremental: keep the parts of input files that are gone")
-    io.add_argument("--resume", action="store_true",
-                    help="finish an interrupted job on --output: keep its committed parts, run only the other input files "
-                         "(a finished job: nothing to do)")
-    io.add_argument("--table-format", choices=TABLE_FORMATS, default=JobConfig.table_format,
-                    help="parquet: a folder of Parquet parts (default); delta: a Delta Lake table, iceberg: an Iceberg "
-                         "table (metadata/ beside the parts): one commit a run, so readers see whole nights only")
-    io.add_argument("--time-travel-days", type=float, default=JobConfig.time_travel_days,
-                    help="delta/iceberg: how long the parts a run took out of the table stay readable for time travel "
-                         "before a later run deletes them (default: 7)")
-    io.add_argument("--iceberg-catalog", choices=ICEBERG_CATALOGS, default=JobConfig.iceberg_catalog,
-                    help="iceberg: what names the table's current version. embedded (default): metadata/ in --output, "
-                         "no server; glue: AWS Glue's Data Catalog, where Athena, EMR and Spark find it by name: each "
-                         "night commits through Glue (optimistic concurrency), the table is created on the first run. "
-                         "As pyiceberg's and Ray Data's catalog type 'glue' (Glue's endpoint: AWS's, or AWS_ENDPOINT_URL_GLUE)")
-    io.add_argument("--iceberg-table", metavar="DATABASE.TABLE",
-                    help="--iceberg-catalog glue: the table's name in Glue, as Ray Data's write_iceberg(table_identifier=) "
-                         "and Spark's glue_catalog.DATABASE.TABLE name it; the database must exist (terraform declares it)")
-    model = parser.add_argument_group("model")
-    model.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
-                                         "'state_dict' or 'model', any head size (default: imagenet; random for the sample)")
-    model.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH, metavar="ARCH",
-                       help=f"the torchvision classifier the weights are for: {', '.join(ARCHS)} (default: {DEFAULT_ARCH})")
-    model.add_argument("--labels", metavar="PATH|s3://",
-                       help="class names, one per line or a JSON list, in the head's order (default: the checkpoint's "
-                            "class_names/classes, torchvision's ImageNet names for imagenet, else none: label_name null)")
-    model.add_argument("--embeddings", nargs="?", const="with", default="off", choices=EMBEDDINGS_CHOICES,
-                       help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
-                            "--embeddings) beside the predictions, only instead of them (no prediction columns), "
-                            "off (default)")
-    model.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=JobConfig.embedding_dtype,
-                       help="the embedding column's element type: float32 (default, 8 KiB a row for ResNet50), or "
-                            "float16 (half that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot "
-                            "read; pyarrow and pandas can)")
-    model.add_argument("--batch-size", type=int, help="images per model call (default: 256 on GPU, 32 on CPU)")
-    model.add_argument("--batch-timeout", type=float, default=600.0, metavar="SECONDS",
-                       help="a model call past this is retried once, then its rows become error rows naming the limit "
-                            "and the run goes on (default: 600; a healthy batch takes seconds)")
-    model.add_argument("--precision", choices=PRECISIONS, help="default: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
-    model.add_argument("--topk", type=int, help="labels kept per image (default: 5, or the class count when smaller)")
-    model.add_argument("--decode", choices=DECODE_MODES,
-                       help="cpu: decode on the CPU workers (default); gpu: JPEGs decoded and resized on the predictor's "
-                            "GPU (other formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU "
-                            "the rest. gpu and auto are not yet measured on a GPU")
-    model.add_argument("--compile", nargs="?", const="on", choices=COMPILE_CHOICES,
-                       help="torch.compile the model once per worker: slower start, faster batches. on (the same as a "
-                            "bare --compile), off (default: eager), auto: on a GPU for jobs long enough to repay the "
-                            "compile (inference/compile.py); compiled runs are not yet measured on a GPU")
-    model.add_argument("--no-compile", dest="compile", action="store_const", const="off", help="the same as --compile off")
-    model.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="refuse larger images as decompression bombs")
-    recipe = parser.add_argument_group("recipe", "how the model wants its pixels; any subset (default: the checkpoint's "
-                                       "recipe, else the architecture's torchvision recipe: ResNet50 232/224, ImageNet mean/std)")
-    recipe.add_argument("--resize", type=positive_int(), help="short side after resizing, in pixels")
-    recipe.add_argument("--crop", type=positive_int(), help="square centre crop fed to the model, in pixels")
-    recipe.add_argument("--mean", type=_rgb, metavar="R,G,B", help="per-channel mean of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
-    recipe.add_argument("--std", type=_rgb, metavar="R,G,B", help="per-channel std of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's ``ArgumentDefaultsHelpFormatter``, less the defaults that say nothing (None, False, empty) and
+    those an option's help already explains; a text of several lines (the epilog's examples) keeps its lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or "default" in text or default is argparse.SUPPRESS or default is None
+                or isinstance(default, bool) or default in ("", [])):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def examples(prog: str) -> str:
+    """The ``--help`` epilog of a job's command: the sample, a nightly table run, your own model."""
+    return textwrap.dedent(f"""\
+        examples:
+          # the built-in sample: a few images, random weights, a local engine, offline
+          {prog}
+
+          # a nightly run over a growing bucket into a Delta table: only the files added or changed since the last night
+          {prog} --input s3://my-bucket/images/ --output s3://my-bucket/predictions/ --table-format delta --incremental
+
+          # your own fine-tuned checkpoint and its class names, with the embedding column beside the predictions
+          {prog} --input s3://my-bucket/images/ --output s3://my-bucket/pets/ --weights s3://my-bucket/models/pets.pt \\
+              --labels s3://my-bucket/models/pets.txt --embeddings with
+        """)
+
+
+def get_args_parser(prog: str | None = None, description: str | None = None, epilog: str | None = None) -> argparse.ArgumentParser:
+    """The options every engine shares, in groups as a user decides them; engines add an argument group of their own."""
+    parser = _OneLineParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
+    _add_input(parser.add_argument_group("input"))
+    _add_output(parser.add_argument_group("output and table"))
+    _add_reruns(parser.add_argument_group("re-runs", "what a run does with what --output already holds (none of them: "
+                                          "an --output that holds a run is refused)"))
+    _add_model(parser.add_argument_group("model"))
+    _add_recipe(parser.add_argument_group("recipe", "how the model wants its pixels; any subset (not given: the "
+                                          "checkpoint's recipe, else the architecture's torchvision recipe: ResNet50 "
+                                          "232/224, ImageNet mean/std)"))
+    _add_execution(parser.add_argument_group("execution", "how the model runs; not given: decided for the engine's "
+                                             "devices and recorded in the manifest"))
     shown = parser.add_argument_group("what the command prints")
     shown.add_argument("--verbose", action="store_true",
                        help="the engine's own lines too (Ray's INFO lines, progress bars and workers' output; Spark's "
-                            "warnings); default: the job's lines, its progress display and its summary")
+                            "warnings); without it: the job's lines, its progress display and its summary")
     return parser
+
+
+def _add_input(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--input", help="s3://bucket/prefix/ or local path of Parquet files, or of image objects (*.jpg, "
+                       "*.png, ...: one row each, its id the key relative to the prefix); not given: the built-in sample")
+    group.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000; not given: "
+                       "AWS_ENDPOINT_URL, else AWS's")
+    group.add_argument("--image-column", default="image", help="column of image bytes or raw pixels")
+    group.add_argument("--id-column", default="id",
+                       help="column of row ids; when the files lack it, each row's id is '<path relative to --input>:<row index>'")
+    group.add_argument("--raw-shape", type=_shape, help="H,W,C: the image column holds raw uint8 pixels of this shape")
+    group.add_argument("--limit", type=int, help="process only the first N images")
+    group.add_argument("--skip-id-check", action="store_true",
+                       help="for inputs known to be clean: saves one read of the id column, about 0.3 s per million ids "
+                            "(a repeated id is then found only after the run)")
+    group.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                       help="larger images are error rows (decompression bombs)")
+
+
+def _add_output(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--output", help="prefix for predictions and _SUCCESS.json; not given: a new temp dir")
+    group.add_argument("--table-format", choices=TABLE_FORMATS, default=JobConfig.table_format,
+                       help="parquet: a folder of Parquet parts; delta: a Delta Lake table, iceberg: an Iceberg "
+                            "table (metadata/ beside the parts): one commit a run, so readers see whole nights only")
+    group.add_argument("--time-travel-days", type=float, default=JobConfig.time_travel_days,
+                       help="delta/iceberg: how long the parts a run took out of the table stay readable for time "
+                            "travel before a later run deletes them")
+    group.add_argument("--iceberg-catalog", choices=ICEBERG_CATALOGS, default=JobConfig.iceberg_catalog,
+                       help="iceberg: what names the table's current version. embedded: metadata/ in --output, no "
+                            "server; glue: AWS Glue's Data Catalog, where Athena, EMR and Spark find it by name: each "
+                            "night commits through Glue (optimistic concurrency), the table is created on the first run. "
+                            "As pyiceberg's and Ray Data's catalog type 'glue' (Glue's endpoint: AWS's, or AWS_ENDPOINT_URL_GLUE)")
+    group.add_argument("--iceberg-table", metavar="DATABASE.TABLE",
+                       help="--iceberg-catalog glue: the table's name in Glue, as Ray Data's write_iceberg(table_identifier=) "
+                            "and Spark's glue_catalog.DATABASE.TABLE name it; the database must exist (terraform declares it)")
+    group.add_argument("--objects-per-part", type=positive_int(), default=DEFAULT_PER_PART,
+                       help="an --input of image objects: objects per output part on average, grouped by their keys' "
+                            "hashes so a night redoes only the groups that changed")
+
+
+def _add_reruns(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--incremental", action="store_true",
+                       help="on an output a finished run left: run only the input files added or changed since (size, "
+                            "modification time), delete the parts of files gone, keep the rest unread; the first run "
+                            "into an empty --output runs everything. Each run's manifest stays in _history/")
+    group.add_argument("--keep-removed", action="store_true", help="--incremental: keep the parts of input files that are gone")
+    group.add_argument("--resume", action="store_true",
+                       help="finish an interrupted job on --output: keep its committed parts, run only the other input "
+                            "files (a finished job: nothing to do)")
+    group.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
+
+
+def _add_model(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
+                                         "'state_dict' or 'model', any head size; not given: imagenet (random for the sample)")
+    group.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH, metavar="ARCH",
+                       help=f"the torchvision classifier the weights are for: {', '.join(ARCHS)}")
+    group.add_argument("--labels", metavar="PATH|s3://",
+                       help="class names, one per line or a JSON list, in the head's order; not given: the checkpoint's "
+                            "class_names/classes, torchvision's ImageNet names for imagenet, else none (label_name null)")
+    group.add_argument("--embeddings", nargs="?", const="with", default="off", choices=EMBEDDINGS_CHOICES,
+                       help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
+                            "--embeddings) beside the predictions, only instead of them (no prediction columns), off")
+    group.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=JobConfig.embedding_dtype,
+                       help="the embedding column's element type: float32 (8 KiB a row for ResNet50), or float16 (half "
+                            "that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot read; pyarrow and "
+                            "pandas can)")
+    group.add_argument("--topk", type=int, help="labels kept per image; not given: 5, or the class count when smaller")
+
+
+def _add_recipe(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--resize", type=positive_int(), help="short side after resizing, in pixels")
+    group.add_argument("--crop", type=positive_int(), help="square centre crop fed to the model, in pixels")
+    group.add_argument("--mean", type=_rgb, metavar="R,G,B", help="per-channel mean of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+    group.add_argument("--std", type=_rgb, metavar="R,G,B", help="per-channel std of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+
+
+def _add_execution(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--batch-size", type=int, help="images per model call; not given: 256 on GPU, 32 on CPU")
+    group.add_argument("--precision", choices=PRECISIONS, help="not given: bf16 on Ampere+ GPUs, fp16 on older, fp32 on CPU")
+    group.add_argument("--decode", choices=DECODE_MODES,
+                       help="cpu: decode on the CPU workers; gpu: JPEGs decoded and resized on the predictor's GPU "
+                            "(other formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU "
+                            "the rest; not given: cpu")
+    group.add_argument("--compile", nargs="?", const="on", choices=COMPILE_CHOICES,
+                       help="torch.compile the model once per worker: slower start, faster batches. on (the same as a "
+                            "bare --compile), off, auto: on a GPU for jobs long enough to repay the compile; not given: off")
+    group.add_argument("--no-compile", dest="compile", action="store_const", const="off", help="the same as --compile off")
+    group.add_argument("--batch-timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="a model call past this is retried once, then its rows become error rows naming the limit "
+                            "and the run goes on (a healthy batch takes seconds)")
 
 
 def positive_int(minimum: int = 1) -> Callable[[str], int]:
@@ -204,6 +263,7 @@ def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str]
 
     ``interrupted_hint`` follows "interrupted" on Ctrl-C: jobs pass ``RESUME_HINT``; tools need none.
     """
+    hand_ctrl_c_to_the_command()  # from here Ctrl-C is a KeyboardInterrupt, answered below
     try:
         main(argv)
     except (JobError, StorageError, WeightsError, DataError) as e:

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from job.cli import get_args_parser
+from job.cli import examples, get_args_parser
 from job.config import JobConfig
 from job.execution import Capabilities, Devices, Execution
 from job.input.plan import InputPlan
@@ -75,6 +75,7 @@ class Engine:
 
     def args_parser(self) -> argparse.ArgumentParser:
         """The shared options plus this engine's group."""
-        parser = get_args_parser(prog=f"python -m {self.module}", description=self.description)
+        prog = f"python -m {self.module}"
+        parser = get_args_parser(prog=prog, description=self.description, epilog=examples(prog))
         self.add_arguments(parser)
         return parser

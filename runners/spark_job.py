@@ -70,14 +70,14 @@ TASKS_PER_CORE = 3
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("spark")
-    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077 (default: the Spark this process runs, else spark-submit's --master, else {DEFAULT_MASTER})")
+    group.add_argument("--master", help=f"Spark master, e.g. spark://host:7077; not given: the Spark this process runs, else spark-submit's --master, else {DEFAULT_MASTER}")
     group.add_argument("--udf", choices=("iterator", "series"), default="iterator",
-                       help="iterator: mapInArrow, model loaded once per Python worker (default); "
+                       help="iterator: mapInArrow, model loaded once per Python worker; "
                             "series: the reference benchmark's Series pandas UDF, model rebuilt every batch (for comparison)")
     group.add_argument("--prefetch", type=positive_int(0), default=DEFAULT_PREFETCH,
-                       help=f"batches read and decoded ahead in a thread while the model runs; 0: none (default: {DEFAULT_PREFETCH})")
+                       help="batches read and decoded ahead in a thread while the model runs; 0: none")
     group.add_argument("--partitions", type=positive_int(),
-                       help=f"Spark tasks (default: {TASKS_PER_CORE} per core of the Spark, at most one per input file)")
+                       help=f"Spark tasks; not given: {TASKS_PER_CORE} per core of the Spark, at most one per input file")
 
 
 def files_frame(spark: SparkSession, job: Job, partitions: int) -> DataFrame:

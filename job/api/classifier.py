@@ -13,24 +13,29 @@ same images; nothing is read or written.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 
 import pyarrow as pa
 
-from job.api.options import api_config, api_execution
-from job.api.rows import chunks, contract_table, preprocess_rows, unique_ids
+from job.api.columns import LIST, READABLE, kind_of, with_image_column
+from job.api.options import api_config, api_execution, python_arguments
+from job.api.rows import chunks, contract_table, ids_of, preprocess_rows
+from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, this_machine
+from job.input.unique_ids import repeat_line
 from job.output.rows import output_schema
 from job.stages import Classify, Preprocess
 
 # One process decodes and then computes, so no device tells the decoder how hungry it is:
 # decode="auto" keeps its starting split.
 CAPABILITIES = Capabilities(adapts_auto=False)
+Images = Sequence[bytes] | pa.Array | pa.ChunkedArray | pa.Table | pa.RecordBatch
 
 
 class Classifier:
-    """The model, loaded once; each call classifies a list (or an Arrow array) of images.
+    """The model, loaded once; each call classifies a list, an Arrow array or an Arrow table of images.
 
     ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with the
     command's defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings="off"|"with"|"only"``,
@@ -39,9 +44,9 @@ class Classifier:
     """
 
     def __init__(self, **options: object) -> None:
+        self.options = options
         self.config = api_config(options)
-        self.execution = api_execution(self.config, CAPABILITIES, this_machine(), engine="Classifier")
-        self._preprocess = Preprocess(self.config, self.execution)
+        self.execution = api_execution(self.config, CAPABILITIES, this_machine(), engine="Classifier", options=options)
         self._classify = Classify(self.config, self.execution)
 
     @property
@@ -49,19 +54,70 @@ class Classifier:
         """The columns every call returns (``job.output.rows.output_schema``)."""
         return output_schema(self.execution)
 
-    def __call__(self, images: Sequence[bytes] | pa.Array | pa.ChunkedArray, ids: Sequence[str] | None = None) -> pa.Table:
-        """One output row per image, in order: encoded bytes (or raw uint8 pixels with ``raw_shape``).
+    def __call__(self, images: Images, ids: Sequence[str] | None = None) -> pa.Table:
+        """One output row per image, in order.
 
-        ``ids``: one string per image; default ``"0"``, ``"1"``, ... (the images' positions in this call).
+        ``images``: encoded bytes (or raw uint8 pixels with ``raw_shape``), as a list or an Arrow
+        array; or an Arrow table whose image column is found as the engines' calls find it
+        (``image_column=``, else ``image``, else its one column of images: a uint8 tensor or
+        Spark's image struct too), with its ``id_column`` as the ids. ``ids``: one string per image,
+        each once; default: the table's id column, else ``"0"``, ``"1"``, ... (positions in this call).
         A bad image becomes a row with ``error`` set, as in the command's output.
         """
-        column = images if isinstance(images, (pa.Array, pa.ChunkedArray)) else pa.array(list(images))
-        names = [str(row) for row in range(len(column))] if ids is None else [str(i) for i in ids]
-        if len(names) != len(column):
-            raise JobError(f"ids: {len(names)} ids for {len(column)} images; pass one id per image, or none")
-        records = pa.table({self.config.image_column: column, self.config.id_column: pa.array(names, pa.string())})
-        tables = [self._classify(preprocess_rows(self._preprocess, chunk, unique_ids))
+        config, records = self._records(images)
+        names = self._ids(records, config, ids)
+        records = records.select([c for c in records.column_names if c != config.id_column])
+        records = records.append_column(config.id_column, pa.array(names, pa.string()))
+        preprocess = Preprocess(config, self.execution)
+        tables = [self._classify(preprocess_rows(preprocess, chunk, _no_fallback))
                   for chunk in chunks(records, self.execution.batch_size)]
         if not tables:
             return self.schema.empty_table()
         return contract_table(pa.concat_tables(tables), self.execution)
+
+    def _records(self, images: Images) -> tuple[JobConfig, pa.Table]:
+        """The images as a table of the image column (and the table's others), with the config that reads it."""
+        if isinstance(images, (pa.Table, pa.RecordBatch)):
+            table = pa.table(images)
+            with python_arguments(self.options):
+                return with_image_column(self.config, table.schema, named="image_column" in self.options), table
+        column = images if isinstance(images, (pa.Array, pa.ChunkedArray)) else pa.array(list(images))
+        if pa.types.is_null(column.type):  # no images, or only None: no type to read, and no image to read it in
+            column = column.cast(pa.binary())
+        kind = kind_of(column.type)
+        if kind is None or (kind == LIST and self.config.raw_shape is None):
+            need = "pass raw_shape=(H, W, C) with lists of raw pixels" if kind == LIST else f"the job reads {READABLE}"
+            raise JobError(f"images: an array of {column.type}; {need}")
+        table = pa.table({self.config.image_column: column})
+        with python_arguments(self.options):
+            return with_image_column(self.config, table.schema, named=True), table
+
+    def _ids(self, records: pa.Table, config: JobConfig, ids: Sequence[str] | None) -> list[str]:
+        """The rows' ids: ``ids``, else the table's id column, else positions; refused when one repeats."""
+        if ids is not None:
+            names, argument = [str(i) for i in ids], "ids"
+            if len(names) != records.num_rows:
+                raise JobError(f"ids: {len(names)} ids for {records.num_rows} images; pass one id per image, or none")
+        elif config.id_column in records.column_names:
+            names, argument = ids_of(records, config.id_column, _no_fallback), f"id_column={config.id_column!r}"
+        else:
+            return [str(row) for row in range(records.num_rows)]
+        _refuse_repeats(names, argument)
+        return names
+
+
+def _refuse_repeats(names: list[str], argument: str) -> None:
+    """As the command refuses an input whose ids repeat: the output holds each id once."""
+    rows: dict[str, list[int]] = defaultdict(list)
+    for row, name in enumerate(names):
+        rows[name].append(row)
+    twice = {name: where for name, where in rows.items() if len(where) > 1}
+    if twice:
+        name, where = next(iter(twice.items()))
+        extra = sum(len(w) - 1 for w in twice.values())
+        raise JobError(f"{argument}: ids are not unique: {repeat_line(name, [f'row {r}' for r in where], len(twice), extra)}; "
+                       f"the output holds each id once: pass unique ids, or none (each row's position)")
+
+
+def _no_fallback(rows: int) -> list[str]:
+    raise AssertionError("Classifier gives every row its id before the stages")  # ids are set in __call__

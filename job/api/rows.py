@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from job.api.columns import stage_records
 from job.errors import DataError, JobError
 from job.execution import Execution
 from job.input.dataset_check import SHAPE_COLUMNS
@@ -57,7 +58,9 @@ def ids_of(records: Records, id_column: str, fallback: IdFallback) -> list[str]:
 
 
 def preprocess_rows(preprocess: Preprocess, records: Records, fallback: IdFallback) -> Batch:
-    """One batch of the user's rows through the CPU stage, as the command's files go through it."""
+    """One batch of the user's rows through the CPU stage, as the command's files go through it (a tensor or an
+    image struct read as raw pixels first: ``job.api.columns``)."""
+    records = stage_records(records, preprocess.config.image_column)
     batch = preprocess(ids_of(records, preprocess.config.id_column, fallback), records)
     preprocess.listen()  # --decode auto: the device's latest word, for the next batch
     return batch

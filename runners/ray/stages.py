@@ -97,7 +97,7 @@ class RayClassifyRows(RayClassify):
 
 def preprocess_stage(dataset: ray.data.Dataset, stage: type, scaling: Scaling, batch_size: int,
                      constructor_kwargs: dict, batch_format: str = "default") -> ray.data.Dataset:
-    """``dataset`` through a pool of ``stage`` actors (``RayPreprocess`` or ``RayPreprocessRows``), one CPU each."""
+    """``dataset`` through a pool of ``stage`` actors (``RayPreprocess`` or ``RayPreprocessRows``), ``scaling.actor_cpus`` each."""
     with warnings.catch_warnings():
         # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
         # deprecation warning would greet every run with nothing for the user to change.
@@ -107,7 +107,7 @@ def preprocess_stage(dataset: ray.data.Dataset, stage: type, scaling: Scaling, b
             batch_size=batch_size,
             batch_format=batch_format,
             compute=scaling.preprocess_pool(),
-            num_cpus=1,
+            num_cpus=scaling.actor_cpus,
             # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
             # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
             # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),

@@ -56,20 +56,19 @@ def add_sagemaker_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("sagemaker")
     group.add_argument("--local", action="store_true", help="run the transform here against a loopback server, not on AWS")
     group.add_argument("--role", help="IAM role ARN SageMaker assumes (required on AWS; see docs/SAGEMAKER.md)")
-    group.add_argument("--instance-type", default="ml.g5.xlarge", help="transform instance type (default: ml.g5.xlarge)")
-    group.add_argument("--instance-count", type=int, default=1, help="transform instances (default: 1)")
-    group.add_argument("--max-payload-mb", type=int, default=6, help="MaxPayloadInMB, 1-100: the shard size cap (default: 6)")
-    group.add_argument("--max-concurrent-transforms", type=int, default=1, help="requests in flight per instance (default: 1)")
-    group.add_argument("--batch-strategy", default="MultiRecord", help="MultiRecord | SingleRecord (default: MultiRecord)")
-    group.add_argument("--model-s3-uri", help="s3:// object for model.tar.gz (default: <staging>/model.tar.gz)")
-    group.add_argument("--staging-s3-uri", help="prefix for shards and .out objects (default: <output>/_staging/sagemaker-<run id>/)")
-    group.add_argument("--region", help="AWS region of the job (default: AWS_REGION or the profile's)")
-    group.add_argument("--image-uri", help="serving image (default: the official PyTorch inference image for the region)")
-    group.add_argument("--host", default="127.0.0.1", help="--local server bind address (default: 127.0.0.1, loopback only)")
-    group.add_argument("--timeout-minutes", type=int, default=120, help="stop waiting for the AWS job after this (default: 120)")
+    group.add_argument("--instance-type", default="ml.g5.xlarge", help="transform instance type")
+    group.add_argument("--instance-count", type=int, default=1, help="transform instances")
+    group.add_argument("--max-payload-mb", type=int, default=6, help="MaxPayloadInMB, 1-100: the shard size cap")
+    group.add_argument("--max-concurrent-transforms", type=int, default=1, help="requests in flight per instance")
+    group.add_argument("--batch-strategy", default="MultiRecord", help="MultiRecord | SingleRecord")
+    group.add_argument("--model-s3-uri", help="s3:// object for model.tar.gz; not given: <staging>/model.tar.gz")
+    group.add_argument("--staging-s3-uri", help="prefix for shards and .out objects; not given: <output>/_staging/sagemaker-<run id>/")
+    group.add_argument("--region", help="AWS region of the job; not given: AWS_REGION or the profile's")
+    group.add_argument("--image-uri", help="serving image; not given: the official PyTorch inference image for the region")
+    group.add_argument("--host", default="127.0.0.1", help="--local server bind address; 127.0.0.1 listens on loopback only")
+    group.add_argument("--timeout-minutes", type=int, default=120, help="stop waiting for the AWS job after this")
     group.add_argument("--wheelhouse", default=DEFAULT_WHEELHOUSE,
-                       help=f"wheels the serving image lacks (pyarrow) for its Python; filled by pip download "
-                            f"when empty (default: {DEFAULT_WHEELHOUSE})")
+                       help="wheels the serving image lacks (pyarrow) for its Python; filled by pip download when empty")
 
 
 def options_from_args(args: argparse.Namespace) -> SageMakerOptions:

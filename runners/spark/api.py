@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from job.api import api_config, api_execution
 from job.api.rows import input_columns
 from job.errors import JobError
 from job.execution import Capabilities
 from runners.spark.prefetch import DEFAULT_PREFETCH
-from runners.spark.session import session_devices
+from runners.spark.session import session_devices, workers_use_this_python
 from runners.spark.rows import ClassifyRows, spark_fields
 
 
 def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: object) -> DataFrame:
     """``df``'s rows classified: one output row per input row, the output contract's columns.
 
-    ``df``: a binary column of encoded images (``image_column="image"``; raw uint8 pixels with
-    ``raw_shape=(H, W, C)`` or height/width/channels columns) and, optionally, a column of ids
-    (``id_column="id"``, any type, read as a string; without one each row gets a unique id, and
-    the other columns are not carried over: keep an id column to join them back).
+    ``df``: a column of images and, optionally, a column of ids (``id_column="id"``, any type, read
+    as a string; without one each row gets a unique id, and the other columns are not carried over:
+    keep an id column to join them back). The image column is ``image_column=``, else ``image``,
+    else the DataFrame's one column of images: encoded bytes (``binaryFile``'s ``content``), the
+    image struct of ``format("image")``, or raw uint8 pixels with ``raw_shape=(H, W, C)`` or
+    height/width/channels columns.
 
     Returns a DataFrame of ``id``, ``label``, ``label_name``, ``score``, ``topk_labels``,
     ``topk_label_names``, ``topk_scores`` (unless ``embeddings="only"``), ``embedding`` (an array of
@@ -45,13 +47,29 @@ def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: obje
     defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings``, ``batch_size``, ``decode``,
     ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``, ``std``, ``s3_endpoint_url``...
     ``prefetch``: batches decoded ahead while the model runs, as the command's ``--prefetch``.
-    Tasks get GPUs as the command's do (``spark.task.resource.gpu.amount``: docs/SPARK.md).
-    A bad option raises ``job.errors.JobError`` here, one line naming it and the fix, before any work.
+    Tasks get GPUs as the command's do (``spark.task.resource.gpu.amount``). On a local master the
+    Python workers run this interpreter unless ``PYSPARK_PYTHON`` says otherwise.
+    A bad option, a missing image column or one of a type the job cannot read raises
+    ``job.errors.JobError`` here, one line naming the argument and the fix, before any work.
     """
-    if prefetch < 0:
-        raise JobError(f"prefetch={prefetch}: pass 0 (no read-ahead) or more batches")
-    config = api_config(options)
-    execution = api_execution(config, Capabilities(), session_devices(df.sparkSession), engine="spark")
+    if not isinstance(prefetch, int) or prefetch < 0:
+        raise JobError(f"prefetch={prefetch!r}: pass 0 (no read-ahead) or more batches")
+    api_config(options)  # a bad option first, whatever the columns
+    config = api_config(options, arrow_schema(df))
+    workers_use_this_python(df.sparkSession)
+    execution = api_execution(config, Capabilities(), session_devices(df.sparkSession), engine="spark", options=options)
     columns = input_columns(df.columns, config.image_column, config.id_column)
     schema = from_arrow_schema(pa.schema(spark_fields(execution)))
     return df.select(*columns).mapInArrow(ClassifyRows(config, execution, prefetch), schema)
+
+
+def arrow_schema(df: DataFrame) -> pa.Schema:
+    """``df``'s columns as the Arrow types its batches reach ``mapInArrow`` with; a type Arrow has no match for
+    (a variant, an interval) as null: no column the job reads."""
+    fields = []
+    for field in df.schema.fields:
+        try:
+            fields.append(pa.field(field.name, to_arrow_type(field.dataType, timezone="UTC")))  # zone: no matter here
+        except TypeError:  # pyspark's PySparkTypeError for a type Arrow cannot carry
+            fields.append(pa.field(field.name, pa.null()))
+    return pa.schema(fields)

@@ -54,6 +54,7 @@ def get_session(master: str | None, verbose: bool = False) -> tuple[SparkSession
     running = session.sparkContext.master
     if master is not None and master != running:
         raise JobError(f"--master {master}: this process already runs Spark on {running}; drop --master to use it")
+    workers_use_this_python(session)
     return session, False
 
 
@@ -97,6 +98,21 @@ class QuietInterrupt:
 
 def _not_py4j(record: logging.LogRecord) -> bool:
     return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def workers_use_this_python(spark: SparkSession) -> None:
+    """On a local master, Python functions made from now on run in this interpreter, unless ``PYSPARK_PYTHON`` names one.
+
+    pyspark gives its Python workers ``PYSPARK_PYTHON`` as it was when the context started, else
+    ``python3`` from PATH: a virtualenv's python run by its path (not activated) then starts workers
+    without this project's packages. Each function takes the context's ``pythonExec`` when it is made
+    (``pyspark.sql.udf._wrap_function``), so setting it reaches a session someone else started. On a
+    cluster the executors' Python is the cluster's (Databricks sets ``PYSPARK_PYTHON``): left as it is.
+    """
+    context = spark.sparkContext
+    if "PYSPARK_PYTHON" in os.environ or not context.master.startswith("local"):
+        return
+    context.pythonExec = sys.executable
 
 
 def launched_by_spark_submit() -> bool:

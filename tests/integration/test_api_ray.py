@@ -1,4 +1,5 @@
-"""``runners.ray.api.classify`` inside a user's Ray pipeline gives the command's rows, on a real local Ray."""
+"""``runners.ray.api.classify`` inside a user's Ray pipeline gives the command's rows, on a real local Ray of 2 CPUs
+(a laptop's): the README's example finishes, Ray's own image readers need no argument, a bad call is one line."""
 
 from __future__ import annotations
 
@@ -14,40 +15,47 @@ from runners.ray.api import classify
 from tests.common.api_rows import assert_same_rows
 from tests.common.contract import read_output
 from tests.common.datasets import write_mixed
+from tests.common.image_files import write_image_files
+
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: ray.init(num_cpus=2)
 
 
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    """One local Ray for the module, as tests/conftest.py's but with 3 CPUs: the user's read tasks need one
-    beside the decoder's and the model's actors (with 2, ``classify`` says they would wait)."""
-    ray.init(address="local", num_cpus=3, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
-
-OPTIONS = {"weights": "random", "batch_size": 8, "embeddings": "with"}
-
-
-def test_a_users_pipeline_gives_the_commands_rows(tmp_path):
+def test_the_readmes_example_finishes_on_two_cpus_with_the_commands_rows(tmp_path):
     ids, bad = write_mixed(str(tmp_path / "in"))
     ray_job.main(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "command"), "--weights", "random",
-                  "--batch-size", "8", "--embeddings", "with"])
+                  "--batch-size", "256", "--embeddings", "with"])
     command_rows, _ = read_output(str(tmp_path / "command"))
-    # The user's pipeline: read, filter, our step, write.
+    # README.md's Ray example as written, but local paths for S3 and random weights (offline): read, filter, our step, write.
     images = ray.data.read_parquet(str(tmp_path / "in")).filter(expr=col("id") != ids[0])
-    classify(images, **OPTIONS).write_parquet(str(tmp_path / "user"))
+    predictions = classify(images, weights="random", embeddings="with", batch_size=256)
+    predictions.write_parquet(str(tmp_path / "user"))
     user_rows = pq.read_table(str(tmp_path / "user")).to_pylist()
     assert_same_rows(user_rows, [row for row in command_rows if row["id"] != ids[0]])
     assert {row["id"] for row in user_rows if row["error"]} == set(bad)  # bad images are rows, not failed blocks
 
 
-def test_rows_without_ids_get_unique_ids_and_a_bad_option_is_one_line_before_any_work(capsys):
-    images = ray.data.from_arrow(pa.table({"picture": [b"not an image", b""]}))
-    rows = classify(images, weights="random", image_column="picture").take_all()
+def test_rays_image_readers_need_no_argument(tmp_path):
+    names = write_image_files(tmp_path / "files")
+    tensors = classify(ray.data.read_images(str(tmp_path / "files"), include_paths=True), weights="random", id_column="path")
+    encoded = classify(ray.data.read_binary_files(str(tmp_path / "files")), weights="random")
+    for rows in (tensors.take_all(), encoded.take_all()):
+        assert len(rows) == len(names) and [row["error"] for row in rows] == [None] * len(names)
+    assert sorted(row["id"].rsplit("/", 1)[-1] for row in tensors.take_all()) == names
+
+
+def test_a_bad_call_is_one_line_naming_the_argument_before_any_work():
+    images = ray.data.from_arrow(pa.table({"picture": [b"not an image", b""], "name": ["a", "b"]}))
+    rows = classify(images, weights="random").take_all()  # the one binary column is the image column
     assert len({row["id"] for row in rows}) == 2 and all(row["error"] for row in rows)
-    classify(images, weights="random", num_cpu_actors=2)  # planned, not run: 2 decoders + 1 model take the 3 CPUs
-    assert "classify: its 2 decoder and 1 model actors take all 3 CPUs of the Ray cluster" in capsys.readouterr().err
-    with pytest.raises(JobError, match="^precision='fp8'|^--precision must be one of"):
+    with pytest.raises(JobError, match=r"^image_column='photo': the rows have no such column \(they have picture, name\)"):
+        classify(images, weights="random", image_column="photo")
+    with pytest.raises(JobError, match="^image_column='name' has type string; the job reads image bytes"):
+        classify(images, weights="random", image_column="name")
+    with pytest.raises(JobError, match="^precision= must be one of .*, got 'fp8'$"):
         classify(images, weights="random", precision="fp8")
+    with pytest.raises(JobError, match="^batch_size=0 must be positive"):
+        classify(images, weights="random", batch_size=0)
+    with pytest.raises(JobError, match="^num_cpu_actors=0: pass a positive number"):
+        classify(images, weights="random", num_cpu_actors=0)
     with pytest.raises(JobError, match="^input='x': not an option of classify"):
         classify(images, input="x")
