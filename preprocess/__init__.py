@@ -4,6 +4,10 @@ Decode an encoded image (JPEG, PNG, WebP, ...) or take raw uint8 pixels, then re
 center-crop to the model's eval size as uint8 HWC. Normalisation happens on the device
 (see ``inference.predictor``), so what crosses the wire is 1 byte per channel.
 
+``preprocess_batch(..., fast_jpeg=True)`` (the ``fastjpeg`` extra) sends whole JPEGs through
+libjpeg-turbo and OpenCV (``preprocess.fast_jpeg``), within ``preprocess.transform.PIXEL_TOLERANCE``
+of torchvision's pixels; the default is Pillow, torchvision's pixels exactly.
+
 No engine imports here: Ray, Spark and SageMaker all call ``preprocess_batch``.
 With ``--decode gpu|auto`` the CPU worker screens and routes JPEGs (``preprocess.split_decode``) and
 the predictor decodes, resizes and crops its share (``preprocess.device_stage``, which needs

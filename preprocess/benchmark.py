@@ -4,8 +4,10 @@ Use it to time the CPU stage alone on the same image bytes, in one thread and on
 (``runners.compare --stage preprocess`` on a job's input, ``benchmarks/preprocess_bench.py``
 on synthetic JPEGs). Each method turns a list of encoded images into model input:
 
-- ``ours``: ``preprocess_batch`` (DCT-scaled JPEG decode, one resample of the kept
-  rectangle, uint8 out; normalisation happens later, on the device).
+- ``ours``: ``preprocess_batch``, what the job runs (Pillow: decode at reduced size, one resize of
+  the kept rectangle, uint8 out; normalisation happens later, on the device), torchvision's pixels.
+- ``ours_fast_jpeg``: ``preprocess_batch(fast_jpeg=True)``, the candidate: whole JPEGs through
+  libjpeg-turbo direct and one OpenCV resample (the ``fastjpeg`` extra), within ``PIXEL_TOLERANCE``.
 - ``torchvision_resize_crop``: PIL decode + ``transforms.v2`` Resize + CenterCrop, uint8
   out: the same output as ours, the way torchvision computes it.
 - ``torchvision_transform(preset)``: PIL decode + a full torchvision preset such as
@@ -13,7 +15,9 @@ on synthetic JPEGs). Each method turns a list of encoded images into model input
   a user writes by default.
 
 ``methods`` names the three with the description a report prints, and ``per_core_rows`` times
-them into one row each, ours' speedup over each included.
+them into one row each, ours' speedup over each included. ``paired_per_core`` times methods in
+turn, repeat by repeat, in CPU seconds of this thread: on a loaded machine a ratio of two methods
+holds where a wall-clock rate does not.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ def ours(recipe: Recipe) -> Method:
     return lambda images: preprocess_batch(images, recipe)
 
 
+def ours_fast_jpeg(recipe: Recipe) -> Method:
+    return lambda images: preprocess_batch(images, recipe, fast_jpeg=True)
+
+
 def torchvision_resize_crop(recipe: Recipe) -> Method:
     resize_crop = v2.Compose([v2.Resize(recipe.resize, InterpolationMode.BILINEAR, antialias=True), v2.CenterCrop(recipe.crop)])
     return lambda images: np.stack([np.asarray(resize_crop(_pil(b)), np.uint8) for b in images])  # (N, crop, crop, 3)
@@ -49,7 +57,7 @@ def torchvision_transform(transform: Callable[[Image.Image], torch.Tensor]) -> M
 def methods(recipe: Recipe, preset: Callable[[Image.Image], torch.Tensor], preset_name: str) -> dict[str, tuple[str, Method]]:
     """{name: (description, method)}: ours and torchvision's two, all to ``recipe``'s crop; ``preset_name`` names ``preset``."""
     return {
-        "ours": ("ours: preprocess_batch (DCT-scaled decode, one resample, uint8)", ours(recipe)),
+        "ours": ("ours: preprocess_batch (Pillow decode at reduced size + one resize, uint8)", ours(recipe)),
         "torchvision_resize_crop": (f"torchvision v2 Resize({recipe.resize}) + CenterCrop({recipe.crop}) on PIL, uint8",
                                     torchvision_resize_crop(recipe)),
         "torchvision_preset": (f"torchvision {preset_name} (float, normalised)", torchvision_transform(preset)),
@@ -82,6 +90,35 @@ def per_core_rate(method: Method, images: Sequence[bytes], repeats: int = 3) -> 
     finally:
         torch.set_num_threads(threads)
     return len(images) / best
+
+
+def paired_per_core(timed: dict[str, Method], images: Sequence[bytes], repeats: int = 5) -> dict[str, list[float]]:
+    """{name: [images per CPU-second of this thread, one per repeat]}: every method once per repeat, in turn.
+
+    Each repeat runs the methods back to back, so the i-th figures of two methods are a pair
+    measured under the same load; compare them pair by pair (``paired_ratio``).
+    """
+    if not images or repeats < 1:
+        raise ValueError(f"need at least one image and one repeat, got {len(images)} images, {repeats} repeats")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for method in timed.values():
+            method(images[:2])  # warm-up: imports, first-call allocations
+        rates: dict[str, list[float]] = {name: [] for name in timed}
+        for _ in range(repeats):
+            for name, method in timed.items():
+                started = time.thread_time()
+                method(images)
+                rates[name].append(len(images) / max(time.thread_time() - started, 1e-9))
+    finally:
+        torch.set_num_threads(threads)
+    return rates
+
+
+def paired_ratio(faster: list[float], slower: list[float]) -> float:
+    """Median over the repeats of ``faster[i] / slower[i]`` (rates from one ``paired_per_core`` call)."""
+    return float(np.median(np.asarray(faster) / np.asarray(slower)))
 
 
 def _pil(data: bytes) -> Image.Image:

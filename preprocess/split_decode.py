@@ -6,7 +6,7 @@ too. Each row ends in exactly one of three places:
 - ``pixels``: decoded and cropped here, uint8, like ``preprocess_batch``;
 - ``encoded``: a JPEG the screen found whole, to be decoded by ``preprocess.device_stage``.
 Raw pixel cells never come here: they need no decode (``preprocess_batch`` handles them).
-No torch: the CPU stage imports only Pillow and numpy.
+No torch: the CPU stage imports only Pillow, simplejpeg, OpenCV and numpy.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@
 #   (with nvImageCodec also: export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:$LD_LIBRARY_PATH)
 set -euo pipefail
 PYV=3.12; OUT=.gpu-bundle; W=$(mktemp -d)
-PKGS="ray==2.60.0 jsonschema referencing jsonschema-specifications rpds-py boto3 botocore s3transfer jmespath ${GPU_BUNDLE_EXTRA:-}"
+# simplejpeg: the CPU stage's JPEG fast path (libjpeg-turbo direct; 0.4 MB). The image already has opencv-python-headless.
+PKGS="ray==2.60.0 jsonschema referencing jsonschema-specifications rpds-py boto3 botocore s3transfer jmespath simplejpeg ${GPU_BUNDLE_EXTRA:-}"
 [ "${GPU_BUNDLE_NVIMGCODEC:-0}" = 1 ] && PKGS="$PKGS nvidia-nvimgcodec-cu13 nvidia-nvjpeg"
 mkdir -p "$OUT"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PYV" --implementation cp \

@@ -16,13 +16,18 @@
 #                                       #   built-in sample on the GPU path
 #   bash scripts/gpu_session.sh short-jobs  # a second call, ~7 min: start-up on Ray and local (2 runs each), the
 #                                       #   65,536-image JPEG set through Ray and local (--decode cpu) and Ray (auto)
+#   bash scripts/gpu_session.sh lease   # one call, ~7 min: the per-core decode rate (Pillow path and JPEG fast
+#                                       #   path, paired), the device stage piece by piece (the model alone among
+#                                       #   them), the 65,536-image JPEG set through Ray with --decode cpu and auto,
+#                                       #   and Ray's start-up on the built-in sample
+#   DRY_RUN=1 bash scripts/gpu_session.sh lease  # anywhere, CPU too, ~7 min on 2 loaded cores: every step tiny, rows under $OUT only
 #
 # The machine's image has Python 3.12, torch, torchvision, numpy, pandas, pyarrow, pillow, matplotlib
 # and pytest; the bundle adds Ray, boto3 and nvImageCodec. Spark and SageMaker are left out there
 # (no Java); the GPU figures that matter are the device stage, the Ray job and the DataLoader baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PART=${1:?usage: gpu_session.sh tests|jobs}
+PART=${1:?usage: gpu_session.sh tests|jobs|short|short-jobs|lease}
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT" /tmp/site
 if [ -f .gpu-bundle/site.tar.xz ]; then  # the offline bundle, when there is one (scripts/gpu_bundle.sh)
   [ -d /tmp/site/ray ] || tar xJf .gpu-bundle/site.tar.xz -C /tmp/site
@@ -31,8 +36,10 @@ export PYTHONPATH=/tmp/site:$PWD RAY_AUTH_MODE=disabled
 export LD_LIBRARY_PATH=/tmp/site/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}  # nvImageCodec's libnvjpeg
 # One compile cache for the whole session, so the second call's compiles are warm.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/inductor-cache}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-python -c "import torch, torchvision; from preprocess.device_decode import nvimgcodec_available as a; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'nvimgcodec', a())" | tee -a "$OUT/gpu.txt"
+DRY_RUN=${DRY_RUN:-0}
+if [ "$DRY_RUN" = 1 ]; then echo "dry run: every step tiny, on whatever device there is" > "$OUT/gpu.txt"
+else nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"; fi
+python -c "import torch, torchvision, cv2, simplejpeg; from preprocess.device_decode import nvimgcodec_available as a; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'opencv', cv2.__version__, 'simplejpeg', simplejpeg.__version__, 'nvimgcodec', a())" | tee -a "$OUT/gpu.txt"
 
 case "$PART" in
 tests)
@@ -89,6 +96,25 @@ short-jobs)
   tar czf "$OUT/short-jobs.tar.gz" -C / tmp/gpu-reports -C "$PWD" benchmarks/results
   exit 0
   ;;
-*) echo "gpu_session.sh: unknown part '$PART'; use tests, jobs, short or short-jobs" >&2; exit 2 ;;
+lease)  # one call of a 15-minute lease: at most 8 files come back (6 logs, gpu.txt, one tar of the reports and result rows)
+  export PYTHONUNBUFFERED=1; REPORTS=/tmp/gpu-reports; mkdir -p $REPORTS
+  RESULTS=benchmarks/results; IMAGES=${IMAGES:-65536}; PRE="--images 64 --repeats 3"; STAGE="--batch 256 --seconds 3"; RUNS=2
+  if [ "$DRY_RUN" = 1 ]; then RESULTS=$OUT/results; IMAGES=64; PRE="--images 4 --repeats 1 --sizes imagenet_500x375"; STAGE="--batch 4 --seconds 0"; RUNS=1; fi
+  mkdir -p "$RESULTS"; RESULTS=$(cd "$RESULTS" && pwd)
+  timeout 90 python -m benchmarks.preprocess_bench $PRE --agreement-images 0 --results "$RESULTS/preprocess.jsonl" \
+    2>&1 | tee "$OUT/preprocess-bench.txt" || true
+  timeout 90 python -m benchmarks.gpu_stage_bench $STAGE --no-compile --results "$RESULTS/gpu_stage.jsonl" 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
+  python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512
+  for decode in cpu auto; do
+    timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-in --weights random --decode "$decode" \
+      --report "$REPORTS/compare-$decode" --append-results "$RESULTS/compare.jsonl" --note "lent GPU, one-call lease, --decode $decode" \
+      2>&1 | tail -25 | tee "$OUT/compare-$decode.txt" || true
+  done
+  timeout 80 python -m benchmarks.startup_bench --runs "$RUNS" --results "$RESULTS/startup.jsonl" --note "lent GPU, built-in sample" \
+    -- python -m runners.ray_job 2>&1 | tee "$OUT/startup.txt" || true
+  tar czf "$OUT/lease.tar.gz" -C / tmp/gpu-reports "${RESULTS#/}"
+  exit 0
+  ;;
+*) echo "gpu_session.sh: unknown part '$PART'; use tests, jobs, short, short-jobs or lease" >&2; exit 2 ;;
 esac
 cp benchmarks/results/*.jsonl "$OUT/"

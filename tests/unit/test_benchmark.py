@@ -10,7 +10,9 @@ from inference import load_model
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE
 from preprocess.recipe import IMAGENET_RECIPE
-from preprocess.benchmark import methods, ours, per_core_rate, per_core_rows, torchvision_resize_crop, torchvision_transform
+from preprocess.benchmark import (methods, ours, ours_fast_jpeg, paired_per_core, paired_ratio, per_core_rate, per_core_rows,
+                                  torchvision_resize_crop, torchvision_transform)
+from preprocess.transform import PIXEL_TOLERANCE
 from tests.common.images import encoded, photo
 
 
@@ -31,6 +33,8 @@ def test_timed_methods_produce_the_same_crop_and_restore_threads():
     reference = torchvision_resize_crop(size)(images).astype(int)
     assert reference.shape == (3, size.crop, size.crop, 3)
     assert np.abs(ours(size)(images).pixels.astype(int) - reference).max() <= 2  # resampling rounding only
+    fast = np.abs(ours_fast_jpeg(size)(images).pixels.astype(int) - reference)
+    assert fast.mean() < PIXEL_TOLERANCE["mean"] and np.percentile(fast, 99) <= PIXEL_TOLERANCE["p99"]
     assert torchvision_transform(RECIPE.transforms())(images).shape == (3, 3, size.crop, size.crop)
     threads = torch.get_num_threads()
     assert per_core_rate(ours(size), images, repeats=1) > 0
@@ -51,3 +55,34 @@ def test_per_core_rows_time_every_method_against_ours():
 def test_per_core_rows_need_ours_to_compare_with():
     with pytest.raises(ValueError, match="'ours', got only \\['other'\\]"):
         per_core_rows([b"jpeg"], {"other": ("a method", lambda images: None)})
+
+
+def test_paired_timing_runs_every_method_each_repeat_and_restores_threads():
+    images = [encoded(photo(320, 240, seed=s)) for s in range(2)]
+    calls = {"a": 0, "b": 0}
+
+    def counted(name):
+        def method(batch):
+            calls[name] += 1
+            return ours(IMAGENET_RECIPE)(batch)
+        return method
+
+    threads = torch.get_num_threads()
+    rates = paired_per_core({"a": counted("a"), "b": counted("b")}, images, repeats=3)
+    assert torch.get_num_threads() == threads
+    assert calls == {"a": 4, "b": 4}  # one warm-up, then one call per repeat
+    assert [len(r) for r in rates.values()] == [3, 3] and min(rates["a"] + rates["b"]) > 0
+    assert paired_ratio([2.0, 4.0, 9.0], [1.0, 2.0, 3.0]) == 2.0  # the median of the pairs' ratios
+
+
+def test_preprocess_bench_pairs_before_and_after_and_states_the_tolerance(tmp_path):
+    from benchmarks.preprocess_bench import main
+
+    results = tmp_path / "rows.jsonl"
+    [row] = main(["--images", "2", "--repeats", "1", "--sizes", "imagenet_500x375", "--agreement-images", "0",
+                  "--results", str(results)])
+    assert row["ours_before_images_per_sec"] > 0 and row["ours_after_images_per_sec"] > 0
+    assert row["speedup_after_vs_before"] == pytest.approx(row["speedup_after_vs_before_range"][0], abs=0.01)
+    assert row["pixel_difference_vs_torchvision"]["after"]["mean"] < PIXEL_TOLERANCE["mean"]
+    assert row["pixel_difference_vs_torchvision"]["before"]["max"] <= 2
+    assert row["versions"]["simplejpeg"] != "not installed" and results.read_text().count("\n") == 1
