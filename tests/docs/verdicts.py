@@ -128,6 +128,10 @@ RUNS: dict[str, Run] = {
     "/tmp/per_image.jsonl": Run(small={"--ways local,ray,ray-api,spark --images 1024,5120 --repeats 3":
                                        "--ways local --images 8,16 --repeats 1"}, expect="beyond the floor", slow=True),
     "python -m benchmarks.preprocess_bench --images 48": Run(small={"--images 48": "--images 4"}, slow=True),
+    "python -m benchmarks.preprocess_bench": NAMED_IN_PROSE,  # the fast path's section names it; run just above
+    "python -m benchmarks.preprocess_bench --results benchmarks/results/preprocess_fast_jpeg.jsonl": Run(
+        small={"--results benchmarks/results/preprocess_fast_jpeg.jsonl": "--images 2 --repeats 1 --sizes imagenet_500x375 "
+               "--agreement-images 0 --results /tmp/preprocess_fast_jpeg.jsonl"}, slow=True),
     "python -m benchmarks.job_bench --engine ray --images 128": Run(small={"--images 128": "--images 16"}, slow=True),
     BENCH4: Run(small={"--images 128 --rows-per-file 32": "--images 16 --rows-per-file 8"}),
     "python -m runners.ray_job --input /tmp/spark-bench4 --weights random": Run(needs=(BENCH4,), slow=True),
