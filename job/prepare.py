@@ -143,7 +143,8 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
         plan = plan_listed(source, config, listing, vouched.files, vouched.columns)
         job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night(), held.snapshot)
         job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names),
-                                 lambda gone, running: _moved(job, held, gone, running))
+                                 lambda gone, running: _moved(job, held, gone, running),
+                                 lambda: frozenset(job.relpath(f.path) for f in job.plan.files))
         _act_on(job, held)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job

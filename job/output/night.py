@@ -36,7 +36,7 @@ the only parts a night deletes are its own that no version ever named (a stopped
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job.config import JobConfig
@@ -136,11 +136,13 @@ def vouched_input(config: JobConfig, held: Held, listing: Listing, input_root: s
 
 
 def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,
-                 moved: MovedIds = lambda gone, pending: set()) -> Night:
+                 moved: MovedIds = lambda gone, pending: set(), sources: Callable[[], Collection[str]] = frozenset) -> Night:
     """The one decision of what the run does to its output (see the module docstring); JobError for what it refuses.
 
     ``moved``: with --keep-removed, which input files gone reappear whole under another name (a
     renamed file): their parts are removed, not kept, or the table would hold their ids twice.
+    ``sources``: the planned input files' paths relative to --input (asked only when --resume finds parts of no
+    planned name: earlier versions of planned files are replaced, parts of other files refused).
     """
     shared = config.table_format != "parquet"
     if config.overwrite:
@@ -152,7 +154,7 @@ def decide_night(config: JobConfig, planned: Mapping[str, InputFile], held: Held
         return Night()
     if MANIFEST in held.files:
         return _on_finished(config, planned, held, read_footers, moved)
-    return _on_partial(config, planned, held, read_footers)
+    return _on_partial(config, planned, held, read_footers, sources)
 
 
 def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,
@@ -183,16 +185,26 @@ def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held
     return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, leaving=leaving, notes=notes)
 
 
-def _on_partial(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader) -> Night:
+def _on_partial(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,
+                sources: Callable[[], Collection[str]]) -> Night:
     if not (config.resume or config.incremental):
         raise JobError(f"{held.uri} holds a partial output of an earlier run ({len(held.parts)} committed parts, no "
                        f"{MANIFEST}); pass --resume to finish it or --overwrite to start over")
     stray = sorted(n for n in held.parts if n not in planned)
     if stray and not config.incremental:
-        raise JobError(f"{_uri_of(held, stray[0])} belongs to no input file of this plan (the input changed, or --input/--limit "
-                       "differ from the first run); pass --overwrite to start over")
+        _require_earlier_versions(held, stray, sources(), read_footers)
     kept, notes = _proven(planned, read_footers([n for n in sorted(held.parts) if n in planned]))
     return Night(kept=kept, removed=tuple(stray), notes=notes)
+
+
+def _require_earlier_versions(held: Held, stray: Sequence[str], sources: Collection[str], read_footers: FooterReader) -> None:
+    """--resume: parts of no planned part name must be earlier versions of planned input files (``sources``: their paths
+    relative to --input; each version of a file gets a part of its own), which the run replaces; a part of an input
+    file no longer planned is refused."""
+    foreign = [name for name, (_, record) in read_footers(stray).items() if (record or {}).get("input_file") not in sources]
+    if foreign:
+        raise JobError(f"{_uri_of(held, foreign[0])} belongs to no input file of this plan (the input changed, or "
+                       "--input/--limit differ from the first run); pass --overwrite to start over")
 
 
 def _uri_of(held: Held, name: str) -> str:

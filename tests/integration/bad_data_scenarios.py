@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.cli import run_main
+from job.input.data_files import list_data_files
 from job.output.parts import part_name
 from job.sample.synthetic import synthetic_rows
 from storage import resolve
@@ -94,7 +95,9 @@ def repeated_ids_without_the_id_check_are_named_at_the_end(main: Main, root: str
     write_images(f"{root}/in", endpoint, ids)
     line = stopped(main, job_args(f"{root}/in", f"{root}/out", endpoint, "--skip-id-check"), capfd)
     location = resolve(f"{root}/in", endpoint)
-    first, second = (part_name(location.path, location.join(f"part-0000{n}.parquet")) for n in (0, 1))
+    listed = list_data_files(location)  # parts are named by their input file's version too
+    first, second = (part_name(location.path, path, listed[path]) for path in
+                     (location.join(f"part-0000{n}.parquet") for n in (0, 1)))
     assert line == (f"output repeats ids: 'img-3' is at {root}/out/{first} row 3, {root}/out/{second} row 4 (1 ids repeat, "
                     "1 rows too many), as the input does (--skip-id-check skipped the check that refuses this before any "
                     "work); no manifest was written: make the input's ids unique, then run again with --resume, which "

@@ -112,7 +112,7 @@ def test_resume_refuses_other_names_or_another_recipe(case, outputs, tmp_path, c
 def test_embeddings_alone_in_float32_and_names_from_a_labels_file(case, tmp_path):
     local_job.main(case.argv(tmp_path / "alone", "--embeddings", "only", "--embedding-dtype", "float32", "--workers", "0"))
     rows, _ = read_output(str(tmp_path / "alone"))
-    assert list(rows[0]) == ["id", "embedding", "error"]  # no prediction columns
+    assert list(rows[0]) == ["id", "embedding", "error", "source_file", "run_id", "model", "made_at"]  # no predictions
     for row in rows:
         if row["id"] in case.pooled:  # float32: torchvision's values themselves, to float rounding
             np.testing.assert_allclose(row["embedding"], case.pooled[row["id"]], rtol=1e-4, atol=1e-4)

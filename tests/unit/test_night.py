@@ -78,7 +78,21 @@ def test_parts_of_files_gone_are_removed_or_kept_on_request():
 ])
 def test_what_is_refused_names_the_fix(flags, held, refusal):
     with pytest.raises(JobError, match=refusal):
-        decide_night(config(**flags), PLANNED, held, footers(**{"part-a": (3, V1)}))
+        decide_night(config(**flags), PLANNED, held, footers(**{"part-a": (3, V1), "part-z": (3, V1)}))
+
+
+def test_resume_replaces_a_part_of_an_earlier_version_of_a_planned_file_and_refuses_one_of_a_file_gone():
+    """Each version of an input file gets a part of its own: --resume after the file changed finds the old one."""
+    def read(names):
+        return {name: (3, {"input_file": {"part-a-old": "a", "part-z": "z"}[name], "identity": V2.to_dict()})
+                for name in names}
+
+    held = Held("out", ("part-a-old",), frozenset({"part-a-old"}))
+    night = decide_night(config(resume=True), PLANNED, held, read, sources=lambda: {"a", "b"})
+    assert night.removed == ("part-a-old",) and night.pending(PLANNED) == ["part-a", "part-b"]
+    gone = Held("out", ("part-a-old", "part-z"), frozenset({"part-a-old", "part-z"}))
+    with pytest.raises(JobError, match="out/part-z belongs to no input file of this plan"):
+        decide_night(config(resume=True), PLANNED, gone, read, sources=lambda: {"a", "b"})
 
 
 def test_overwrite_clears_and_an_empty_prefix_runs_everything():
