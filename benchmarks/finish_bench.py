@@ -80,7 +80,7 @@ def run_once(folder: str) -> dict:
     import job.driver
     import job.finish
     from benchmarks.standin_model import install
-    from job.output.id_index import IdIndex
+    from job.output.ids.id_index import IdIndex
     from runners import local_job
 
     install()

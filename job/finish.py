@@ -23,7 +23,7 @@ from job.manifest import MANIFEST, Counts, InputFiles, Manifest, copy_manifest, 
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import TableChange, commit_run
-from job.output.id_index import IdIndex, index_files
+from job.output.ids.id_index import IdIndex, index_files
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff
 from job.output.verify import KeptHolding, PartFacts, verify
 from job.output.night import Night

@@ -10,7 +10,7 @@ its parts, and the table's snapshot read once), what that snapshot vouches for i
 plan (``plan_listed``: the dataset checks, ``job.input.dataset_check``, on the files the snapshot does
 not vouch for; image objects in groups, ``job.input.objects``), the night (``job.output.night``: what
 the run keeps, adopts, runs and removes) and the new files' ids against the table
-(``job.output.incremental``). One computation, in this order, whatever the flags: the driver runs it
+(``job.output.ids.incremental``). One computation, in this order, whatever the flags: the driver runs it
 in a thread while the engine starts.
 """
 
@@ -36,8 +36,8 @@ from job.input.plan import InputFile, InputPlan
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
 from job.input.unique_ids import ID_HASH_VERSION
-from job.output.id_index import IdIndex
-from job.output.incremental import check_new_ids, moved_files
+from job.output.ids.id_index import IdIndex
+from job.output.ids.incremental import check_new_ids, moved_files
 from job.output.nesting import refuse_inside_another
 from job.output.night import Night, decide_night, vouched_input
 from job.output.parts import file_part_name

@@ -251,9 +251,9 @@ def repeat_line(value: str, where: list[str], values: int, extra_rows: int) -> s
     return f"{value!r} is at {', '.join(where[:EXAMPLE_PLACES])}{more} ({values} ids repeat, {extra_rows} rows too many)"
 
 
-# The id hash's version, recorded with every ids index (job.output.id_index.write_index): version 1 added a term for
+# The id hash's version, recorded with every ids index (job.output.ids.id_index.write_index): version 1 added a term for
 # each word of the longest id in the batch, so the same short id hashed differently beside a longer one and a repeat
-# across files could go unseen; an index of another version is remade from its parts (job.output.id_index).
+# across files could go unseen; an index of another version is remade from its parts (job.output.ids.id_index).
 ID_HASH_VERSION = 2
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LENGTH_SEED = np.uint64(0xD6E8FEB86659FD93)  # keeps "a" and "a\0" apart: the length is hashed too

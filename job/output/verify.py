@@ -7,7 +7,7 @@ digest, ``job.input.unique_ids.ids_digest``, against the one the id check read f
 known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
 with their rows from the table's snapshot (``job.output.table``). Ids are then held unique across
 the table by their 64-bit hashes: the parts read among themselves, and against the parts kept
-unread through the table's ids index (``job.output.id_index``: which of these hashes they hold,
+unread through the table's ids index (``job.output.ids.id_index``: which of these hashes they hold,
 read where asked; the kept parts were held unique among themselves by the runs that wrote them).
 A repeated hash is confirmed by value in the parts that hold it, so the ``DataError`` (exit 3) names
 a real id, its parts and rows, and a collision never fails a run.
@@ -32,7 +32,7 @@ from job.output.memory import release_freed_memory
 from job.output.rows import transient_errors
 from job.input.plan import InputFile
 from job.output.prefix import list_parts
-from job.output.hashes_by_file import HashesByFile
+from job.output.ids.hashes_by_file import HashesByFile
 from job.input.unique_ids import ids_digest, repeat_line, repeated
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
@@ -51,7 +51,7 @@ class PartFacts:
     transient: int = 0  # its error rows of a transient cause (job.output.rows.TIMED_OUT): redone by the next night
 
 
-# Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.id_index.IdIndex.held).
+# Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.ids.id_index.IdIndex.held).
 KeptHolding = Callable[[np.ndarray], Mapping[str, np.ndarray]]
 
 

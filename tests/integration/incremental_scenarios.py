@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.output.id_index import IdIndex, index_files
+from job.output.ids.id_index import IdIndex, index_files
 from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import read_output

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import DataError
-from job.output.hashes_by_file import HashesByFile
+from job.output.ids.hashes_by_file import HashesByFile
 from job.output.verify import part_hashes, require_unique
 from storage import resolve
 
@@ -64,7 +64,7 @@ def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
 def test_the_kept_parts_are_asked_through_the_index_not_read(tmp_path, repeat):
     """Parts kept unread come without hashes: the index says which of the new ones they hold, and only those parts
     are read, to confirm by value."""
-    from job.output.id_index import IdIndex, write_index
+    from job.output.ids.id_index import IdIndex, write_index
 
     output = resolve(str(tmp_path))
     kept = kept_table(tmp_path, 3, 4)

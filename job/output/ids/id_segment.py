@@ -1,10 +1,10 @@
-"""One segment of the table's ids index (``job.output.id_index``): the ids of the files one run read, on disk.
+"""One segment of the table's ids index (``job.output.ids.id_index``): the ids of the files one run read, on disk.
 
 ``<name>.ids`` is Parquet of (hash, file), sorted by hash, in row groups of ``ROWS_PER_GROUP`` rows;
 its schema metadata holds the id hash's version and, as JSON, each row group's first hash, the
 index's segments when it was written, and how many files it holds. ``<name>.files`` beside it is
 Parquet of those files' names, sorted (the ``file`` column numbers them); ``<name>.bloom`` is a Bloom
-filter of its hashes (``job.output.bloom``). A segment answers which of some hashes it may hold by
+filter of its hashes (``job.output.ids.bloom``). A segment answers which of some hashes it may hold by
 reading its filter, then only the row groups the filter cannot rule out.
 
 The names are a column of their own, not the footer's JSON as segments written before had them
@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 from job.errors import JobError
 from job.input.unique_ids import ID_HASH_VERSION
-from job.output import bloom
-from job.output.hashes_by_file import HashesByFile
+from job.output.ids import bloom
+from job.output.ids.hashes_by_file import HashesByFile
 from job.output.table import INDEX_HASH_KEY, INDEX_SUFFIX
 from storage import Location, storage_errors
 

@@ -1,6 +1,6 @@
 """A Bloom filter of 64-bit id hashes: which of some hashes a set of them may hold, in 2 bytes an id.
 
-The id index keeps one beside each of its segments (``job.output.id_index``), so a night asks a
+The id index keeps one beside each of its segments (``job.output.ids.id_index``), so a night asks a
 segment of 100,000,000 ids about its 10,000 new ones by reading 200 MB of filter, then only the few
 row groups the filter cannot rule out, never the segment's 800 MB of hashes.
 

@@ -3,7 +3,7 @@
 A finished run's manifest names the index's newest segment (``_index/<run id>.ids``), whose footer
 names every segment of the index, oldest first. A segment holds the ids of the input files one run
 read (its new and redone files; a first run's, all of them), sorted by hash, with a Bloom filter of
-them beside it (``job.output.id_segment``: its files on disk). A file's ids are those of the newest
+them beside it (``job.output.ids.id_segment``: its files on disk). A file's ids are those of the newest
 segment listing it; the table's files are the caller's to say (``among``, ``table``).
 
 What a run asks (``held``): which of some hashes (a night's new ids, the parts it wrote) the table's
@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from job.input.unique_ids import ID_HASH_VERSION
-from job.output.hashes_by_file import HashesByFile
-from job.output.id_segment import Segment, files_name, filter_name, read_segment
+from job.output.ids.hashes_by_file import HashesByFile
+from job.output.ids.id_segment import Segment, files_name, filter_name, read_segment
 from job.output.table import INDEX_DIR, INDEX_SUFFIX
 from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
