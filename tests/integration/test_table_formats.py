@@ -162,3 +162,29 @@ def test_a_glue_commit_is_applied_once_a_run_and_a_stale_writer_loses_instead_of
     module.require_ours(at, SCHEMA, TableState(1, first.version))  # our own commit: no conflict
     with pytest.raises(CommitFailedException):  # the table moved on: refused, not retried on top of the other commit
         stale.append(pa.table({"id": ["x-0"], "error": [None], "source_file": ["x.in"]}, schema=SCHEMA))
+
+
+def test_a_delta_commit_that_conflicts_with_another_writers_reads_the_new_version_and_applies_again(tmp_path, monkeypatch):
+    """OPTIMIZE commits between the night's read of the table and its commit: the commit's removes conflict (the
+    compaction removed the same parts), so the night reads the compaction's version and takes b's rows out of it."""
+    from deltalake import DeltaTable
+
+    from job.output.formats import delta
+
+    out = str(tmp_path)
+    write_parts(out, "a", "b", "c")
+    output, config = resolve(out), JobConfig(input="/nowhere/in", output=out, table_format="delta")
+    first = commit_run(output, config, None, change({"a.parquet": 2, "b.parquet": 2, "c.parquet": 2}), SCHEMA, "run-1")
+    tries, real = [], delta._commit_on
+
+    def compacted_meanwhile(table, *args):
+        tries.append(table.version())
+        if len(tries) == 1:
+            DeltaTable(out).optimize.compact()  # after the night read ``table``, before its commit
+        return real(table, *args)
+
+    monkeypatch.setattr(delta, "_commit_on", compacted_meanwhile)
+    night = commit_run(output, config, snapshot(["a", "b", "c"], 1, first.version),
+                       change({"a.parquet": 2, "c.parquet": 2}, ("b.in",), ("a", "b", "c")), SCHEMA, "run-2")
+    assert tries == [first.version, first.version + 1], "the conflicting commit was not read again"
+    assert ids_at("delta", out) == {"a-0", "a-1", "c-0", "c-1"} and night.version == first.version + 2

@@ -95,7 +95,11 @@ def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
 
     output, endpoint_url = at.output, at.endpoint_url
     uri, options = _uri(output, endpoint_url)
-    properties = CommitProperties(custom_metadata={"run_id": change.run_id}, app_transactions=[Transaction(APP_ID, number)])
+    # No retry inside delta-rs: its conflict check lets a commit whose removes another writer's commit already made
+    # (an OPTIMIZE of the same parts) land on top of it, the compaction's copy of the leaving rows kept. A commit that
+    # lost the race fails instead, and ``commit`` reads the new version and computes the night's change again.
+    properties = CommitProperties(custom_metadata={"run_id": change.run_id}, max_commit_retries=0,
+                                  app_transactions=[Transaction(APP_ID, number)])
     now_ms = int(time.time() * 1000)
     with _one_line(output.uri, f"the Delta commit failed; the table stays at version "
                                f"{'none' if table is None else table.version()}: run again with --resume"):
@@ -157,10 +161,12 @@ def _said(error: Exception | None) -> str:
 @contextmanager
 def _one_line(uri: str, what: str) -> Iterator[None]:
     """delta-rs's errors (a store error, a conflicting commit) as one line naming the table, what happened and the fix."""
-    from deltalake.exceptions import DeltaError
+    from deltalake.exceptions import CommitFailedError, DeltaError
 
     try:
         yield
+    except CommitFailedError:
+        raise  # another writer's commit came first: ``commit`` reads its version and tries again
     except (DeltaError, OSError) as e:
         # delta-rs colours its error chains for a terminal: the line keeps the words, not the escapes.
         raise StorageError(f"{uri}: {what} ({_said(e)})") from e
