@@ -235,6 +235,9 @@ class _Worker:
             except BaseException as e:  # handed to the calling thread, raised there
                 outcome.append((None, e))
             done.set()
+            # Not held while waiting for the next call: the call's closure holds the stage and its model, and this
+            # thread outlives the run (a process running several jobs, a test session, kept every model it ran).
+            del call, done, outcome
 
 
 def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> torch.device:

@@ -32,3 +32,22 @@ def test_the_calls_exception_is_raised_in_the_caller():
 
     with pytest.raises(ValueError, match="bad batch"):
         TimeLimited(5.0)(fails)
+
+
+def test_a_finished_call_is_not_held_by_the_thread_that_ran_it():
+    """The call's closure holds the stage and its model: a thread kept for the next call must let it go."""
+    import gc
+    import weakref
+
+    class Model:
+        pass
+
+    model = Model()
+    held = weakref.ref(model)
+    assert TimeLimited(5.0)(lambda: model) is model
+    del model
+    deadline = time.monotonic() + 2.0
+    while held() is not None and time.monotonic() < deadline:  # the thread drops it right after handing it over
+        gc.collect()
+        time.sleep(0.01)
+    assert held() is None, "the model call's thread still holds the last call"
