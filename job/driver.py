@@ -163,9 +163,9 @@ def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
           f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume or config.incremental:
         running = len(prepared.to_write.files)
-        removed = f", removing the parts of {len(night.removed)} {plan.unit} gone" if night.removed else ""
-        if night.removed and config.table_format != "parquet":  # a replaced file's old part leaves the table too
-            removed = f", taking {len(night.removed)} parts of {plan.unit} replaced or gone out of the table"
+        removed = f", removing the parts of {len(night.removed)} {plan.unit} replaced or gone" if night.removed else ""
+        if night.leaving:  # a table's rows leave by their source, wherever other writers moved them
+            removed = f", taking the rows of {len(night.leaving)} {plan.unit} replaced or gone out of the table"
         flag = "--incremental" if config.incremental else "--resume"
         print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{removed}",
               file=sys.stderr)

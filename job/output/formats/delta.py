@@ -110,7 +110,7 @@ def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
                                           commit_properties=properties)
             return Applied(_open(output, endpoint_url).version(), number=number)
         if change.overwrite:  # delta-rs removes every current file itself: one version, the old table or the new
-            removed = tuple(sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()))
+            removed = tuple(sorted(_listed(table).column("path").to_pylist()))
             table.create_write_transaction(_adds(output, change.adds, change.known, now_ms), "overwrite", change.schema,
                                            commit_properties=properties)
             return Applied(_open(output, endpoint_url).version(), removed, number=number)
@@ -123,15 +123,20 @@ def _changes(table, output: Location, change: Commit, now_ms: int) -> tuple[list
     """The add and remove actions of a night on ``table``'s version: its parts in, the leaving rows out."""
     from deltalake.transaction import RemoveAction
 
-    listed = pa.table(table.get_add_actions(flatten=True))
-    files = [DataFile(path, low, high) for path, low, high in zip(
-        listed.column("path").to_pylist(), *(_stat(listed, kind) for kind in ("min", "max")))]
-    sizes = dict(zip(listed.column("path").to_pylist(), listed.column("size_bytes").to_pylist()))
+    listed = _listed(table)
+    paths = listed.column("path").to_pylist()
+    files = [DataFile(path, low, high) for path, low, high in zip(paths, *(_stat(listed, kind) for kind in ("min", "max")))]
+    sizes = dict(zip(paths, listed.column("size_bytes").to_pylist()))
     taken = split(files, change.known, change.leaving, lambda path: sources_of(output, path))
     rewritten = dict(rewrite_without(output, path, change.leaving, change.run_id) for path in taken.mixed)
     adds = _adds(output, {**change.adds, **rewritten}, change.known, now_ms)
     removed = tuple(sorted([*taken.whole, *taken.mixed]))
     return [*adds, *(RemoveAction(name, True, now_ms, sizes.get(name)) for name in removed)], removed
+
+
+def _listed(table) -> pa.Table:
+    """The data files of ``table``'s version as its log lists them: path, size, row count, column bounds."""
+    return pa.table(table.get_add_actions(flatten=True))
 
 
 def _stat(listed: pa.Table, kind: str) -> list:
