@@ -7,13 +7,15 @@ resized image (which for a 12 MP photo or a 20000x10 strip is most of the work).
 
 Two resamplers of that one rectangle:
 - ``resize_center_crop`` (a Pillow image): Pillow's antialiased bilinear, torchvision's own pixels.
-- ``resize_center_crop_pixels`` (a uint8 HWC array, the JPEG fast path's output): OpenCV, about
-  3x faster on one core, within ``PIXEL_TOLERANCE`` of torchvision's pixels.
+- ``resize_center_crop_pixels`` (a uint8 HWC array, the JPEG fast path's output): OpenCV, about 4x
+  faster than Pillow on one core, within ``PIXEL_TOLERANCE`` of torchvision's pixels.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
@@ -46,18 +48,42 @@ def resize_center_crop_pixels(pixels: np.ndarray, recipe: Recipe) -> np.ndarray:
 
     cv2.setNumThreads(1)  # one image per call: OpenCV's thread pool would only add hand-offs to each worker
     height, width = pixels.shape[:2]
+    plan = _resampling(width, height, recipe)
+    top, bottom, left, right = plan.region
+    region = pixels[top:bottom, left:right]
+    if len(plan.taps_x) > 1 or len(plan.taps_y) > 1:
+        region = cv2.sepFilter2D(region, -1, plan.taps_x, plan.taps_y, borderType=cv2.BORDER_REPLICATE)
+    return cv2.remap(region, plan.map_xy, plan.map_fraction, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+
+@dataclass(frozen=True)
+class _Resampling:
+    """How ``resize_center_crop_pixels`` resamples one source size: the same for every image of that size."""
+
+    region: tuple[int, int, int, int]  # (top, bottom, left, right): the kept rectangle, its taps and neighbours
+    taps_x: np.ndarray  # the triangle prefilter along x, and along y
+    taps_y: np.ndarray
+    map_xy: np.ndarray  # where each output pixel samples the region, as cv2.convertMaps' fixed-point pair
+    map_fraction: np.ndarray
+
+
+@functools.lru_cache(maxsize=64)  # a night's photos come in a few sizes; each plan holds about 300 KB
+def _resampling(width: int, height: int, recipe: Recipe) -> _Resampling:
+    import cv2
+
     left, top, right, bottom = source_box((width, height), recipe)
     scale_x, scale_y = (right - left) / recipe.crop, (bottom - top) / recipe.crop  # source pixels per output pixel
     taps_x, taps_y = _triangle(scale_x), _triangle(scale_y)
     margin = max(len(taps_x), len(taps_y)) // 2 + 2  # the taps plus the bilinear neighbours
     x0, y0 = max(0, int(left) - margin), max(0, int(top) - margin)
-    region = pixels[y0 : min(height, math.ceil(bottom) + margin), x0 : min(width, math.ceil(right) + margin)]
-    if len(taps_x) > 1 or len(taps_y) > 1:
-        region = cv2.sepFilter2D(region, -1, taps_x, taps_y, borderType=cv2.BORDER_REPLICATE)
+    region = (y0, min(height, math.ceil(bottom) + margin), x0, min(width, math.ceil(right) + margin))
     # Output pixel (i, j) samples the source at its centre: x = left + (j + 0.5) * scale_x, less 0.5 (pixel centres).
-    to_source = np.array([[scale_x, 0.0, left - x0 + 0.5 * scale_x - 0.5], [0.0, scale_y, top - y0 + 0.5 * scale_y - 0.5]])
-    return cv2.warpAffine(region, to_source, (recipe.crop, recipe.crop),
-                          flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
+    centres = np.arange(recipe.crop) + 0.5
+    xs = (left - x0 + centres * scale_x - 0.5).astype(np.float32)
+    ys = (top - y0 + centres * scale_y - 0.5).astype(np.float32)
+    # Fixed point (1/32 pixel, as warpAffine samples): remap's fast path, the maps computed once per size.
+    map_xy, map_fraction = cv2.convertMaps(*np.meshgrid(xs, ys), cv2.CV_16SC2)
+    return _Resampling(region, taps_x, taps_y, map_xy, map_fraction)
 
 
 def source_box(source: tuple[int, int], recipe: Recipe) -> tuple[float, float, float, float]:
