@@ -90,11 +90,11 @@ def bench_stage(device: torch.device, jpegs: list[bytes], seconds: float, precis
         with predictor.stream():
             predictor.predict_images(stage(routed).images)
 
-    def run() -> None:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda _: one_batch(), range(threads)))
-
-    calls, elapsed = timed(run, device, seconds)
+    # One pool for the whole measurement, as the Ray GPU actor keeps its threads: each thread has its own CUDA
+    # stream (``Predictor.stream``), and a pool made per call would bring new threads, so new streams, every call,
+    # whose allocations the caching allocator cannot serve from blocks it cached on the last call's streams.
+    with ThreadPoolExecutor(threads) as pool:
+        calls, elapsed = timed(lambda: list(pool.map(lambda _: one_batch(), range(threads))), device, seconds)
     return _row("stage", len(jpegs) * threads * calls, elapsed, decoder=stage.decoder.name, precision=precision,
                 compile="default" if compile else "eager", threads=threads)
 
