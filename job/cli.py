@@ -23,7 +23,7 @@ from job.errors import EXIT_INTERRUPTED, DataError, JobError, hand_ctrl_c_to_the
 from job.input.objects import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
-from storage import StorageError
+from storage import StorageError, normalise
 
 EXIT_USAGE = 2  # argparse's code for a bad command line; we use it for every job refused before any work
 # The input's data stopped the run part-way (a damaged file, a null or repeated id found by the run):
@@ -94,8 +94,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None, epi
 
 
 def _add_input(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--input", help="s3://bucket/prefix/ or local path of Parquet files, or of image objects (*.jpg, "
-                       "*.png, ...: one row each, its id the key relative to the prefix); not given: the built-in sample")
+    group.add_argument("--input", type=uri_argument,
+                       help="s3://bucket/prefix/ or local path of Parquet files, or of image objects (*.jpg, *.png, "
+                            "...: one row each, its id the key relative to the prefix); not given: the built-in sample")
     group.add_argument("--s3-endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000; not given: "
                        "AWS_ENDPOINT_URL, else AWS's")
     group.add_argument("--image-column", default="image", help="column of image bytes or raw pixels")
@@ -111,7 +112,8 @@ def _add_input(group: argparse._ArgumentGroup) -> None:
 
 
 def _add_output(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--output", help="prefix for predictions and _SUCCESS.json; not given: a new temp dir")
+    group.add_argument("--output", type=uri_argument,
+                       help="prefix for predictions and _SUCCESS.json; not given: a new temp dir")
     group.add_argument("--table-format", choices=TABLE_FORMATS, default=JobConfig.table_format,
                        help="parquet: a folder of Parquet parts; delta: a Delta Lake table, iceberg: an Iceberg "
                             "table (metadata/ beside the parts): one commit a run, so readers see whole nights only")
@@ -144,11 +146,12 @@ def _add_reruns(group: argparse._ArgumentGroup) -> None:
 
 
 def _add_model(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--weights", help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under "
-                                         "'state_dict' or 'model', any head size; not given: imagenet (random for the sample)")
+    group.add_argument("--weights", type=uri_argument,
+                       help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under 'state_dict' or "
+                            "'model', any head size; not given: imagenet (random for the sample)")
     group.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH, metavar="ARCH",
                        help=f"the torchvision classifier the weights are for: {', '.join(ARCHS)}")
-    group.add_argument("--labels", metavar="PATH|s3://",
+    group.add_argument("--labels", type=uri_argument, metavar="PATH|s3://",
                        help="class names, one per line or a JSON list, in the head's order; not given: the checkpoint's "
                             "class_names/classes, torchvision's ImageNet names for imagenet, else none (label_name null)")
     group.add_argument("--embeddings", nargs="?", const="with", default="off", choices=EMBEDDINGS_CHOICES,
@@ -182,6 +185,13 @@ def _add_execution(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--batch-timeout", type=float, default=600.0, metavar="SECONDS",
                        help="a model call past this is retried once, then its rows become error rows naming the limit "
                             "and the run goes on (a healthy batch takes seconds)")
+
+
+def uri_argument(text: str) -> str:
+    """An argparse ``type`` for a path or URI option: its scheme spelt once (``storage.normalise``: ``S3://``,
+    ``s3a://`` -> ``s3://``) as the command line is read, so nothing after the parser (the namespace, the config,
+    an engine's own options) ever holds a spelling that could pass for a local path."""
+    return normalise(text)
 
 
 def positive_int(minimum: int = 1) -> Callable[[str], int]:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
-from job.cli import positive_int, run_main
+from job.cli import positive_int, run_main, uri_argument
 from job.errors import JobError
 from job.sample.synthetic import FORMATS, Row, SyntheticSpec, write_dataset, write_synthetic
 from storage import require_bucket, resolve
@@ -42,7 +42,7 @@ def folder_rows(folder: str, count: int | None) -> Iterator[Row]:
 
 def get_args_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners.make_dataset", description=__doc__.splitlines()[0])
-    parser.add_argument("--output", required=True, help="s3://bucket/prefix/ or a local directory")
+    parser.add_argument("--output", required=True, type=uri_argument, help="s3://bucket/prefix/ or a local directory")
     parser.add_argument("--images", type=positive_int(1), help=f"number of images (default: {DEFAULT_IMAGES}, or all files of --from-folder)")
     parser.add_argument("--format", choices=FORMATS, default="jpeg", help="encoding of synthetic images (default: jpeg)")
     parser.add_argument("--size", type=_size, default=(500, 375), help="WxH of synthetic images (default: 500x375, ImageNet's median)")

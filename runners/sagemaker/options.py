@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from job.cli import uri_argument
 from job.errors import JobError
 from runners.sagemaker.wheels import DEFAULT_WHEELHOUSE
 
@@ -61,8 +62,8 @@ def add_sagemaker_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-payload-mb", type=int, default=6, help="MaxPayloadInMB, 1-100: the shard size cap")
     group.add_argument("--max-concurrent-transforms", type=int, default=1, help="requests in flight per instance")
     group.add_argument("--batch-strategy", default="MultiRecord", help="MultiRecord | SingleRecord")
-    group.add_argument("--model-s3-uri", help="s3:// object for model.tar.gz; not given: <staging>/model.tar.gz")
-    group.add_argument("--staging-s3-uri", help="prefix for shards and .out objects; not given: <output>/_staging/sagemaker-<run id>/")
+    group.add_argument("--model-s3-uri", type=uri_argument, help="s3:// object for model.tar.gz; not given: <staging>/model.tar.gz")
+    group.add_argument("--staging-s3-uri", type=uri_argument, help="prefix for shards and .out objects; not given: <output>/_staging/sagemaker-<run id>/")
     group.add_argument("--region", help="AWS region of the job; not given: AWS_REGION or the profile's")
     group.add_argument("--image-uri", help="serving image; not given: the official PyTorch inference image for the region")
     group.add_argument("--host", default="127.0.0.1", help="--local server bind address; 127.0.0.1 listens on loopback only")
