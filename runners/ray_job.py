@@ -14,10 +14,13 @@ joins an existing cluster. Ray starts while the driver plans the input (``job.dr
 Decode mode, batch size, precision and compile come decided in the ``Job`` (``job.execution``);
 with ``--decode auto`` the predictors' idle share reaches the decoders through ``runners.ray.feedback``.
 
-Worker loss: Ray Data starts actor pools with ``max_restarts=-1`` and ``max_task_retries=-1``
-(``ActorPoolMapOperator._apply_default_remote_args``, Ray 2.60), so a killed actor is
-restarted and its task re-run; rows of a re-run block that already arrived are dropped by
-their (input file, position), so each row is committed once.
+Worker loss: Ray Data would start actor pools with ``max_restarts=-1`` and ``max_task_retries=-1``
+(``ActorPoolMapOperator._apply_default_remote_args``, Ray 2.60); both pools pass a bounded budget
+instead (``runners.ray.cluster.ACTOR_RESTARTS``), so a killed actor is restarted and its task re-run
+a few times, never for ever. Rows of a re-run block that already arrived are dropped by their
+(input file, position), so each row is committed once. Memory: each actor declares its estimate to
+Ray and the pools are sized to the cluster's memory (``runners.ray.sizing``); workers that Ray's
+memory monitor keeps killing end the run in one line (``runners.ray.memory_watch``).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify
                preprocess: type = RayPreprocess) -> EngineRun:
     """Run the pipeline on the pending files (each stage's actor: ours, or a test's stand-in); job.driver does the rest."""
     scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
-                           session.accelerator)
+                           session.accelerator, crop=job.execution.recipe.crop, max_pixels=job.config.max_pixels)
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
     nodes = alive_nodes()
     try:

@@ -74,7 +74,8 @@ def classify(dataset: ray.data.Dataset, *, num_gpu_actors: int | None = None, nu
     if not ray.is_initialized():
         ray.init()  # what Ray Data does at the first execution; needed now, to plan for the cluster's devices
     execution = api_execution(config, CAPABILITIES, cluster_devices(), engine="ray", options=options)
-    scaling = plan_scaling(execution.batch_size, num_gpu_actors, num_cpu_actors, files=None)
+    scaling = plan_scaling(execution.batch_size, num_gpu_actors, num_cpu_actors, files=None, crop=execution.recipe.crop,
+                           max_pixels=config.max_pixels)
     if not bringing("CPU"):  # an autoscaler that can add CPU nodes makes room; a fixed cluster must be shared
         scaling = fit_to_cluster(scaling, int(ray.cluster_resources().get("CPU", 0)))
     kwargs = {"config": config, "execution": execution}

@@ -26,16 +26,25 @@ import ray
 from job.errors import JobError
 from job.execution import Devices
 from job.lease.reaper import Reaper
+from preprocess import DEFAULT_MAX_PIXELS
 from runners.ray import quiet
 from runners.ray.accelerators import CUDA, Accelerator, Ask, describe_cluster, wait_for, withdraw_request
+from runners.ray.memory_watch import MemoryWatch, WorkersKilledForMemory, hiding_memory_traces, killed_for_memory
 from runners.ray.node_types import bringing
+from runners.ray.sizing import ActorMemory, fit_pools
 from storage import StorageError
 
 T = TypeVar("T")
+PREPROCESS_BATCH_ROWS = 64  # rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size
 ACCELERATOR_TYPE = "accelerator_type:"  # Ray's resource naming each node's GPU type, e.g. accelerator_type:H100
 RESERVED_CPUS = 1  # CPUs left free for the driver, which writes the parts
 LOCAL = "local"  # ray.init's address for a new local Ray
 DEFAULT_GPU_WAIT_S = 600.0  # --gpu-wait: long enough for a cloud GPU node to boot and join
+# Times each pool actor is restarted after its process died (a lost node, Ray's memory monitor, a crash)
+# (runners.ray.stages). Ray Data's default is for ever: on a node whose memory monitor kills
+# every worker, the run would restart actors without end. Four is an actor's node lost four times in one run (a
+# spot node goes about once a night, and a run rarely outlives two); a fifth death ends the run, in one line.
+ACTOR_RESTARTS = 4
 # The last line of a traceback our own user-fixable error ended, as Ray quotes it.
 _WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.MULTILINE)
 
@@ -87,7 +96,12 @@ class RaySession:
 
     def running(self) -> AbstractContextManager:
         """Around the pipeline's run: without ``verbose``, Ray's known-noise native lines dropped from stderr."""
-        return nullcontext() if self.verbose else quiet.dropping_native_noise()
+        if self.verbose:
+            return nullcontext()
+        stack = ExitStack()
+        stack.enter_context(quiet.dropping_native_noise())
+        stack.enter_context(hiding_memory_traces())  # the run's one line says it (unwrap_errors)
+        return stack
 
     def __exit__(self, *exc: object) -> None:
         self.quiet.close()
@@ -153,7 +167,10 @@ class RaySession:
         comes back as an ``ActorDiedError`` holding only the traceback's text: its last line is ours.
         """
         try:
-            return RaySession._user_errors(run)
+            with MemoryWatch(memory_kill_budget(scaling)) as watch:
+                return RaySession._user_errors(run)
+        except WorkersKilledForMemory as e:  # Ray would have restarted them for ever (runners.ray.memory_watch)
+            raise JobError(memory_line(WorkersKilledForMemory(watch.detail), scaling)) from e
         except Exception as e:  # whatever wraps it (Ray Data's, an actor's death): its chain tells
             if not killed_for_memory(e):
                 raise
@@ -175,22 +192,14 @@ class RaySession:
             raise
 
 
-# How Ray says its memory monitor killed a worker: the error type it raises, and the words of its messages
-# ("Task was killed due to the node running low on memory", an actor's death "NODE_OUT_OF_MEMORY").
-_MEMORY_WORDS = ("running low on memory", "NODE_OUT_OF_MEMORY", "ray.exceptions.OutOfMemoryError")
 _MEMORY_FIGURE = re.compile(r"(\d+(?:\.\d+)?GB(?: used)? / \d+(?:\.\d+)?GB(?: limit)?)")  # "was 7.09GB used / 23.54GB limit"
 
 
-def killed_for_memory(error: BaseException) -> bool:
-    """Whether Ray's memory monitor killed the worker behind ``error`` (or behind what it wraps)."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, ray.exceptions.OutOfMemoryError) or any(word in str(error) for word in _MEMORY_WORDS):
-            return True
-        cause = getattr(error, "cause", None)  # a RayTaskError's original exception
-        error = cause if isinstance(cause, BaseException) else error.__cause__ or error.__context__
-    return False
+def memory_kill_budget(scaling: Scaling | None) -> int:
+    """Workers the memory monitor may kill before the run ends: each pool actor's restarts, and as many again
+    for the tasks and Ray Data's own helper actors, which it restarts without limit."""
+    actors = scaling.preprocess_actors + scaling.classify_actors if scaling else 1
+    return 2 * actors * (ACTOR_RESTARTS + 1)
 
 
 def memory_line(error: BaseException, scaling: Scaling | None) -> str:
@@ -227,14 +236,18 @@ class Scaling:
     # CPUs each actor of both pools reserves: 1, or a share where the pools and the steps around them
     # would not fit the cluster otherwise (``runners.ray.api``: a user's read and write tasks need a CPU too).
     actor_cpus: float = 1.0
+    # Bytes each actor declares to Ray (its logical ``memory`` resource, runners.ray.sizing); 0: none declared.
+    decoder_memory: int = 0
+    predictor_memory: int = 0
 
     def predictor_resources(self) -> dict:
         """``map_batches``'s resource arguments for one predictor actor: a CPU, and its GPU (or the stand-in resource)."""
+        memory = {"memory": self.predictor_memory} if self.predictor_memory else {}
         if not self.gpus:
-            return {"num_cpus": self.actor_cpus}
+            return {"num_cpus": self.actor_cpus, **memory}
         if self.accelerator == CUDA.resource:
-            return {"num_cpus": self.actor_cpus, "num_gpus": 1}
-        return {"num_cpus": self.actor_cpus, "resources": {self.accelerator: 1}}
+            return {"num_cpus": self.actor_cpus, "num_gpus": 1, **memory}
+        return {"num_cpus": self.actor_cpus, "resources": {self.accelerator: 1}, **memory}
 
     @property
     def calls_per_predictor(self) -> int:
@@ -262,16 +275,21 @@ class Scaling:
 
 
 def plan_scaling(batch_size: int, gpu_actors: int | None, cpu_actors: int | None, files: int | None,
-                 accelerator: Accelerator = CUDA) -> Scaling:
-    """Size both actor pools from the cluster (or the options) and the number of input files (None: not known, the API)."""
+                 accelerator: Accelerator = CUDA, *, crop: int = 224, max_pixels: int = DEFAULT_MAX_PIXELS) -> Scaling:
+    """Size both actor pools from the cluster (or the options) and the number of input files (None: not known, the API),
+    then to what the cluster's memory holds (``runners.ray.sizing``: ``crop`` and ``max_pixels`` size a decoder)."""
     resources, available = ray.cluster_resources(), ray.available_resources()
     gpus, cpus = int(resources.get(accelerator.resource, 0)), int(resources.get("CPU", 1))
     classify = gpu_actors or max(gpus, 1)
     # A file is the unit of work: a decoder more than there are files would only idle.
     preprocess = cpu_actors or max(1, cpus - classify - RESERVED_CPUS)
     preprocess = preprocess if files is None else min(preprocess, max(files, 1))
+    need = ActorMemory.estimate(batch_size, gpus > 0, 2 if gpus else 1, PREPROCESS_BATCH_ROWS, crop, max_pixels)
+    if "memory" in resources:  # every Ray has it; a cluster that declares none is not limited by it here
+        preprocess, classify = fit_pools(preprocess, classify, need, resources["memory"])
     # What fits now; an autoscaling cluster grows the pool towards the maximum as nodes join.
     initial = max(1, min(preprocess, int(available.get("CPU", 1)) - classify))
     if gpus == 0:
         print(f"no GPU in the Ray cluster: the predictor runs on CPU ({classify} actor)", file=sys.stderr)
-    return Scaling(gpus, classify, preprocess, initial, batch_size, accelerator.resource)
+    return Scaling(gpus, classify, preprocess, initial, batch_size, accelerator.resource,
+                   decoder_memory=need.decoder, predictor_memory=need.predictor)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pyarrow as pa
@@ -26,12 +26,9 @@ from job.input.plan import InputPlan
 from job.output.parts import FILE
 from job.stages import Classify, Preprocess
 from runners.ray.blocks import batch_of, block_of
-from runners.ray.cluster import Scaling
+from runners.ray.cluster import ACTOR_RESTARTS, PREPROCESS_BATCH_ROWS, Scaling
 from runners.ray.feedback import BoardReader, poster
 from runners.ray.placement import record_placement
-
-# Rows per preprocessed block: 64 x 224x224x3 uint8 = 9.6 MB, a comfortable Ray object size.
-PREPROCESS_BATCH_ROWS = 64
 
 
 class RayPreprocess:
@@ -95,39 +92,53 @@ class RayClassifyRows(RayClassify):
         return contract_table(super().__call__(batch), self.classify.execution)
 
 
+@contextmanager
+def _remote_args() -> Iterator[dict]:
+    """``map_batches``'s arguments that only go through ``**ray_remote_args``: the actors' restart budget.
+
+    Deprecated for removal in Ray 2.64 (hence the extra's <2.64) with no named successor: its
+    warning would greet every run with nothing for the user to change. A task on an actor is
+    retried for as long as its actor lives (Ray Data's -1): a bounded count fails a task at the
+    first node lost under it (``ActorUnavailableError``), and the actor's restarts bound it anyway.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+        yield {"max_restarts": ACTOR_RESTARTS, "max_task_retries": -1}
+
+
 def preprocess_stage(dataset: ray.data.Dataset, stage: type, scaling: Scaling, batch_size: int,
                      constructor_kwargs: dict, batch_format: str = "default") -> ray.data.Dataset:
     """``dataset`` through a pool of ``stage`` actors (``RayPreprocess`` or ``RayPreprocessRows``), ``scaling.actor_cpus`` each."""
-    with warnings.catch_warnings():
-        # Only scheduling_strategy below goes through **ray_remote_args, on purpose: its
-        # deprecation warning would greet every run with nothing for the user to change.
-        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated", category=DeprecationWarning)
+    with _remote_args() as remote_args:
         return dataset.map_batches(
             stage,
             batch_size=batch_size,
             batch_format=batch_format,
             compute=scaling.preprocess_pool(),
             num_cpus=scaling.actor_cpus,
+            memory=scaling.decoder_memory or None,
             # Ray Data places actors with "SPREAD", which may put a decoder on a GPU node's last
             # free CPU and leave the predictor there pending. Ray core's "DEFAULT" (hybrid) policy
             # keeps CPU-only work off GPU nodes while a CPU node has room (scheduler_avoid_gpu_nodes),
-            # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args,
-            # deprecated for removal in Ray 2.64 (hence the extra's <2.64): its named successor,
-            # label_selector, has no "node without a GPU" selector (only in / not in, of values).
+            # and still uses a GPU node's spare CPUs when none has. Passed through **ray_remote_args:
+            # its named successor, label_selector, has no "node without a GPU" selector.
             scheduling_strategy="DEFAULT",
             fn_constructor_kwargs=constructor_kwargs,
+            **remote_args,
         )
 
 
 def classify_stage(dataset: ray.data.Dataset, config: JobConfig, execution: Execution, scaling: Scaling,
                    run_id: str | None, classify: type = RayClassify) -> ray.data.Dataset:
     """Preprocessed blocks -> output rows, through the fixed pool of ``classify`` actors (``RayClassify`` or a stand-in)."""
-    return dataset.map_batches(
-        classify,
-        batch_size=scaling.batch_size,
-        batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
-        compute=scaling.classify_pool(),
-        **scaling.predictor_resources(),
-        fn_constructor_kwargs={"config": config, "execution": execution, "run_id": run_id,
-                               "concurrency": scaling.calls_per_predictor},
-    )
+    with _remote_args() as remote_args:
+        return dataset.map_batches(
+            classify,
+            batch_size=scaling.batch_size,
+            batch_format="pyarrow",  # the blocks' pixels reach the model as one buffer (runners.ray.blocks)
+            compute=scaling.classify_pool(),
+            **scaling.predictor_resources(),
+            fn_constructor_kwargs={"config": config, "execution": execution, "run_id": run_id,
+                                   "concurrency": scaling.calls_per_predictor},
+            **remote_args,
+        )
