@@ -16,6 +16,8 @@ import dataclasses
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ ACCELERATOR_TYPE = "accelerator_type:"  # Ray's resource naming each node's GPU 
 RESERVED_CPUS = 1  # CPUs left free for the driver, which writes the parts
 LOCAL = "local"  # ray.init's address for a new local Ray
 DEFAULT_GPU_WAIT_S = 600.0  # --gpu-wait: long enough for a cloud GPU node to boot and join
+RAY_DATA_STOP_S = 30.0  # how long a run's end waits for Ray Data's executor to stop (``_let_ray_data_stop``)
 # Times each pool actor is restarted after its process died (a lost node, Ray's memory monitor, a crash)
 # (runners.ray.stages). Ray Data's default is for ever: on a node whose memory monitor kills
 # every worker, the run would restart actors without end. Four is an actor's node lost four times in one run (a
@@ -108,6 +111,7 @@ class RaySession:
         if self.requested:
             withdraw_request()
         if self.owned:
+            _let_ray_data_stop(RAY_DATA_STOP_S)
             ray.shutdown()
             self._stop_reaper()
 
@@ -193,6 +197,19 @@ class RaySession:
 
 
 _MEMORY_FIGURE = re.compile(r"(\d+(?:\.\d+)?GB(?: used)? / \d+(?:\.\d+)?GB(?: limit)?)")  # "was 7.09GB used / 23.54GB limit"
+
+
+def _let_ray_data_stop(timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for Ray Data's executor threads, told to stop as the run's iterator closed.
+
+    Ray Data gives its scheduling loop 2 s to stop, then goes on; a loop still inside a call to Ray
+    when ``ray.shutdown`` runs makes Ray's core worker end the process (exit 1) before the run's own
+    line is printed: seen when the memory monitor kept killing Ray Data's helper actors.
+    """
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread.name.startswith("StreamingExecutor-"):
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def memory_kill_budget(scaling: Scaling | None) -> int:
