@@ -190,6 +190,9 @@ SKIPS: dict[str, Skip] = {
         "the slow set: a stand-in GPU node joins a multi-node local Ray cluster late, about 90 s"),
     "bash scripts/test.sh -m slow tests/deploy/test_ray_submit.py": Skip(
         "the slow set: a local Ray head with its dashboard and `ray job submit`, about 95 s"),
+    "bash scripts/test.sh -m slow tests/reliability/test_ray_memory.py": Skip(
+        "the slow set: a local Ray whose memory monitor kills every worker, about 25-70 s"),
+    "bash scripts/test_under_load.sh": Skip("the suite twice beside two busy loops and 10 GiB held: over an hour on 2 vCPUs"),
     "python -m pytest tests/deploy": THE_SUITE,
     "bash scripts/spark_runtimes.sh": Skip("a virtualenv per Databricks runtime and the Spark tests in each: about 4.5 minutes "
                                            "a runtime (whether CI runs it is the integrator's choice)"),
