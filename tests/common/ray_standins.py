@@ -33,7 +33,7 @@ class PredictorThatHangs(RayClassify):
     nothing of the stage around it is replaced.
     """
 
-    HANG_S = 60.0
+    HANG_S = 600.0  # far past any run, on a starved machine too: a run's time alone shows it did not wait for the hang
 
     def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
         super().__init__(config, execution, run_id, concurrency)

@@ -21,6 +21,9 @@ from job.sample.synthetic import synthetic_rows, write_dataset
 from tests.common.ray_standins import PredictorThatHangs
 
 pytestmark = pytest.mark.usefixtures("local_ray")  # one local Ray for the module (tests/conftest.py)
+# A healthy call of one small image takes well under a second, and over 2 s on a machine whose busy loops starve
+# Ray's workers (they run at nice 15): 10 s keeps the healthy rows healthy there and the hung one still times out.
+TIMEOUT_S = 10
 
 
 def flat_png() -> bytes:
@@ -36,18 +39,18 @@ def test_a_hanging_batch_becomes_error_rows_and_the_run_goes_on(tmp_path, capsys
         job, session, args, PredictorThatHangs))
     began = time.monotonic()
     manifest = driver.main(engine, ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--weights", "random",
-                                    "--batch-size", "1", "--batch-timeout", "2"])
-    # Two tries of 2 s each, not the model's 60 s sleep: the run did not wait for the hung call.
+                                    "--batch-size", "1", "--batch-timeout", str(TIMEOUT_S)])
+    # Two tries of TIMEOUT_S each, not the model's sleep: the run did not wait for the hung call.
     assert time.monotonic() - began < PredictorThatHangs.HANG_S
     out, written = read_output(str(tmp_path / "out"))
     by_id = {row["id"]: row for row in out}
     assert sorted(by_id) == sorted(i for i, _ in rows) and len(out) == len(rows)
-    assert by_id["hangs"]["error"] == "model call timed out: over --batch-timeout 2 s, twice"
+    assert by_id["hangs"]["error"] == f"model call timed out: over --batch-timeout {TIMEOUT_S} s, twice"
     assert by_id["hangs"]["label"] is None
     assert all(by_id[i]["error"] is None and by_id[i]["label"] is not None for i, _ in rows[:3])
     assert written["counts"] == {"rows_in": 4, "rows_out": 4, "predicted": 3, "errored": 1}
-    assert written["config"]["batch_timeout"] == 2
-    assert "model call timed out: over --batch-timeout 2 s, twice" in capsys.readouterr().out
+    assert written["config"]["batch_timeout"] == TIMEOUT_S
+    assert f"model call timed out: over --batch-timeout {TIMEOUT_S} s, twice" in capsys.readouterr().out
 
 
 def test_rows_that_timed_out_are_run_again_by_the_next_incremental_night(tmp_path):
@@ -58,7 +61,7 @@ def test_rows_that_timed_out_are_run_again_by_the_next_incremental_night(tmp_pat
             "--incremental"]
     hanging = dataclasses.replace(ray_job.ENGINE, execute=lambda job, session, args: ray_job.run_on_ray(
         job, session, args, PredictorThatHangs))
-    first = driver.main(hanging, [*args, "--batch-timeout", "2"])
+    first = driver.main(hanging, [*args, "--batch-timeout", str(TIMEOUT_S)])
     assert first["counts"]["errored"] == 1
     night = driver.main(ray_job.ENGINE, args)
     out, written = read_output(str(tmp_path / "out"))
