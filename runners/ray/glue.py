@@ -29,7 +29,7 @@ from job.driver import commands
 from job.engine import Engine
 from job.errors import JobError
 from job.timeline import COMMAND_STARTED_AT
-from storage import Location, normalise, resolve
+from storage import Location, resolve
 from storage.resolve import s3_endpoint
 
 OPTION = "--glue-table"
@@ -59,7 +59,7 @@ def with_glue_registration(engine: Engine) -> tuple[Callable[..., dict], Callabl
         args = engine.args_parser().parse_args(argv)
         if args.glue_table is not None:
             done = register(args.glue_table, args.output, args.s3_endpoint_url)
-            print(f"Glue table {args.glue_table} ({normalise(args.output)}): {done}")
+            print(f"Glue table {args.glue_table} ({args.output}): {done}")
         return manifest
 
     def cli() -> int:
@@ -92,7 +92,7 @@ def check_glue_table(args: argparse.Namespace, config: JobConfig) -> None:
 
 def register(name: str, output_uri: str, endpoint_url: str | None = None) -> str:
     """Create or update Glue's entry ``name`` for the Delta table at ``output_uri``; returns what was done, in words."""
-    output = resolve(normalise(output_uri), endpoint_url)
+    output = resolve(output_uri, endpoint_url)
     database, table = name.split(".")
     wanted = table_input(table, location_of(output), delta_schema(output, endpoint_url))
     glue = _client(output)
