@@ -72,7 +72,7 @@ def _preprocess_one(
         image = pixels_from_raw(cell, raw_shape)
         return resize_center_crop(image, recipe)
     data = bytes(cell)
-    if fast_jpeg:
+    if fast_jpeg and recipe.interpolation == "bilinear":  # OpenCV's resample stands in for Pillow's bilinear only
         from preprocess.fast_jpeg import decode_whole_jpeg  # the fastjpeg extra's libraries, only when asked for
         from preprocess.transform import resize_center_crop_pixels
 

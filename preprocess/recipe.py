@@ -1,4 +1,4 @@
-"""The eval recipe: how a model wants its pixels (resize, centre crop, mean, std). Its one home.
+"""The eval recipe: how a model wants its pixels (resize kernel and size, crop or squash, mean, std). Its one home.
 
 Use ``Recipe`` wherever pixels are made or normalised: the CPU workers resize and crop with
 it (``preprocess.transform``), the device stage does the same (``preprocess.device_resize``),
@@ -6,8 +6,12 @@ and the predictor normalises with its mean and std (``inference.predictor``). Th
 decides one recipe per job (``inference.describe_model``: the user's overrides, else the
 checkpoint's, else the architecture's torchvision default) and every stage reads that one.
 
-``recipe.updated({"crop": 384}, "--recipe")`` applies a partial change (any subset of the four
-fields, as a user or a checkpoint writes it) and refuses bad values naming where they came from.
+``recipe.updated({"crop": 384}, "--recipe")`` applies a partial change (any subset of the
+fields, as a user, a checkpoint or a model's own config writes it) and refuses bad values naming
+where they came from.
+
+Every recipe resamples antialiased, as every reference it stands for does on a PIL image
+(torchvision's weights' ``transforms()``, timm's eval transform, Hugging Face image processors).
 """
 
 from __future__ import annotations
@@ -17,20 +21,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 RGB = tuple[float, float, float]
+# The resize kernel, as torchvision's InterpolationMode names it (timm's "bilinear"/"bicubic", a Hugging Face
+# processor's ``resample`` 2/3). Pillow's kernels: bicubic is a = -0.5, antialiased when shrinking.
+INTERPOLATIONS = ("bilinear", "bicubic")
+# center: the short side to ``resize`` (aspect kept), then a ``crop`` square from the centre (torchvision, timm's
+# "center", CLIP, DINOv2). squash: both sides to ``resize`` (aspect not kept), then the centre ``crop`` (timm's
+# "squash"; a Hugging Face ViT or SigLIP processor's height x width resize with no crop is resize == crop).
+CROP_MODES = ("center", "squash")
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """torchvision's eval transform as numbers: Resize(resize) + CenterCrop(crop) + Normalize(mean, std).
-
-    Resampling is always antialiased bilinear (as torchvision's Resize on PIL images); a model
-    trained with bicubic resizing is not described by a Recipe.
-    """
+    """A model's eval transform as numbers: Resize(resize, interpolation) + CenterCrop(crop) + Normalize(mean, std),
+    the resize keeping the aspect (``crop_mode`` center) or not (squash)."""
 
     resize: int = 232  # short side after resize; ResNet50_Weights.IMAGENET1K_V2 uses 232 (V1: 256)
     crop: int = 224  # square centre crop fed to the network
     mean: RGB = (0.485, 0.456, 0.406)  # per channel, of pixels scaled to [0, 1]: ImageNet's
     std: RGB = (0.229, 0.224, 0.225)
+    interpolation: str = "bilinear"  # INTERPOLATIONS: torchvision's ResNet50 weights are bilinear, most timm ones bicubic
+    crop_mode: str = "center"  # CROP_MODES: center keeps the aspect; squash resizes both sides to ``resize``
 
     def __post_init__(self) -> None:
         for name in ("resize", "crop"):
@@ -40,18 +50,22 @@ class Recipe:
         if self.crop > self.resize:
             raise ValueError(f"the recipe needs crop <= resize (the crop is cut from the resized image), "
                              f"got crop={self.crop}, resize={self.resize}")
+        if self.interpolation not in INTERPOLATIONS:
+            raise ValueError(f"the recipe's interpolation must be one of {', '.join(INTERPOLATIONS)}, got {self.interpolation!r}")
+        if self.crop_mode not in CROP_MODES:
+            raise ValueError(f"the recipe's crop_mode must be one of {', '.join(CROP_MODES)}, got {self.crop_mode!r}")
         object.__setattr__(self, "mean", _channels("mean", self.mean, positive=False))
         object.__setattr__(self, "std", _channels("std", self.std, positive=True))
 
     def updated(self, changes: Mapping[str, object], source: str) -> Recipe:
-        """This recipe with ``changes`` (any subset of resize, crop, mean, std) applied and checked.
+        """This recipe with ``changes`` (any subset of its fields) applied and checked.
 
         ``source`` names where the changes came from (an option, a checkpoint) in the error.
         """
         unknown = sorted(repr(key) for key in changes if key not in {f.name for f in fields(self)})
         if unknown:
             raise ValueError(f"{source}: unknown recipe key(s) {', '.join(unknown)}; "
-                             "a recipe has resize, crop, mean and std")
+                             f"a recipe has {', '.join(f.name for f in fields(self))}")
         try:
             return replace(self, **changes)
         except (TypeError, ValueError) as e:
@@ -59,7 +73,8 @@ class Recipe:
 
     def to_dict(self) -> dict:
         """As the manifest and part footers record it (JSON lists, not tuples)."""
-        return {"resize": self.resize, "crop": self.crop, "mean": list(self.mean), "std": list(self.std)}
+        return {"resize": self.resize, "crop": self.crop, "mean": list(self.mean), "std": list(self.std),
+                "interpolation": self.interpolation, "crop_mode": self.crop_mode}
 
 
 def _channels(name: str, values: object, *, positive: bool) -> RGB:

@@ -1,7 +1,7 @@
-"""Resize the short side and center-crop, in one resampling pass.
+"""Resize (the short side, or both sides for a squash) and center-crop, in one resampling pass.
 
-Matches torchvision's eval transform (``Resize(resize, bilinear, antialias) +
-CenterCrop(crop)``, as ``ResNet50_Weights.*.transforms()`` builds it) but resamples only the
+Matches the recipe's eval transform (``Resize(resize, interpolation, antialias) + CenterCrop(crop)``,
+as ``ResNet50_Weights.*.transforms()`` or timm's eval transform builds it) but resamples only the
 source rectangle that survives the crop: the same pixels, without materialising a full
 resized image (which for a 12 MP photo or a 20000x10 strip is most of the work).
 
@@ -30,12 +30,13 @@ PIXEL_TOLERANCE = {"mean": 1.0, "p99": 4}
 # Prefilter then interpolate blurs a little more than torchvision's one kernel; a triangle 0.9 of the
 # scale wide came out closest to it over downscales from 1.03 to 3.2.
 _PREFILTER_WIDTH = 0.9
+PIL_KERNELS = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}  # by Recipe.interpolation
 
 
 def resize_center_crop(image: Image.Image, recipe: Recipe) -> np.ndarray:
-    """Return the (crop, crop, 3) uint8 center crop of ``image`` resized to short side ``resize``."""
+    """Return the (crop, crop, 3) uint8 center crop of ``image`` resized as the recipe says."""
     box = source_box(image.size, recipe)
-    out = image.resize((recipe.crop, recipe.crop), Image.Resampling.BILINEAR, box=box)
+    out = image.resize((recipe.crop, recipe.crop), PIL_KERNELS[recipe.interpolation], box=box)
     return np.asarray(out, dtype=np.uint8)
 
 
@@ -93,7 +94,10 @@ def source_box(source: tuple[int, int], recipe: Recipe) -> tuple[float, float, f
     ``roi_align(aligned=True)`` both take it; the device path crops with the same boxes.
     """
     width, height = source
-    resized_w, resized_h = _resized_size(width, height, recipe.resize)
+    if recipe.crop_mode == "squash":
+        resized_w = resized_h = recipe.resize
+    else:
+        resized_w, resized_h = _resized_size(width, height, recipe.resize)
     # torchvision's center_crop: top = int(round((h - crop) / 2)).
     top = int(round((resized_h - recipe.crop) / 2.0))
     left = int(round((resized_w - recipe.crop) / 2.0))

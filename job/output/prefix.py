@@ -36,6 +36,7 @@ from job.output.formats import FOLDERS
 from job.output.nesting import refuse_holding_another
 from job.output.night import UNREADABLE, Footer, Held, Night
 from job.output.table import HISTORY_DIR, INDEX_DIR
+from preprocess.recipe import Recipe
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
@@ -125,11 +126,21 @@ def finished_manifest(location: Location) -> Manifest:
 def _require_same_options(where: str, recorded: dict | None, current: dict) -> None:
     if recorded is None:
         raise JobError(f"{where} records no job options (not written by this version?); pass --overwrite to start over")
+    recorded = _with_recipe_defaults(recorded)
     differ = sorted(k for k in current.keys() | recorded.keys() if recorded.get(k) != current.get(k))
     if differ:
         first = differ[0]
         raise JobError(f"{where} was written with other options ({', '.join(differ)}; e.g. {first}={recorded.get(first)!r}, "
                        f"now {current.get(first)!r}); run with the same options, or pass --overwrite to redo it all")
+
+
+def _with_recipe_defaults(recorded: dict) -> dict:
+    """``recorded`` options with their recipe's fields that a table written before them lacks (interpolation, crop
+    mode) at the values it was made with: its bilinear centre crop is the same recipe as today's default."""
+    recipe = recorded.get("recipe")
+    if not isinstance(recipe, dict):
+        return recorded
+    return {**recorded, "recipe": {**Recipe().to_dict(), **recipe}}
 
 
 def list_parts(location: Location) -> list[str]:
