@@ -19,7 +19,7 @@ from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
-from job.errors import EXIT_INTERRUPTED, DataError, JobError, hand_ctrl_c_to_the_command
+from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
 from preprocess import DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
@@ -269,17 +269,18 @@ def config_to_argv(config: JobConfig) -> list[str]:
 
 def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None,
              interrupted_hint: str | None = None) -> int:
-    """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2 (3: ``DataError``).
+    """Run ``main``; a user-fixable error becomes one line on stderr and exit code 2 (3: ``DataError``, 4:
+    ``StoppedError``).
 
     ``interrupted_hint`` follows "interrupted" on Ctrl-C: jobs pass ``RESUME_HINT``; tools need none.
     """
     hand_ctrl_c_to_the_command()  # from here Ctrl-C is a KeyboardInterrupt, answered below
     try:
         main(argv)
-    except (JobError, StorageError, WeightsError, DataError) as e:
+    except (JobError, StorageError, WeightsError, DataError, StoppedError) as e:
         text = str(e)
         print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
-        return EXIT_DATA if isinstance(e, DataError) else EXIT_USAGE
+        return EXIT_DATA if isinstance(e, DataError) else EXIT_STOPPED if isinstance(e, StoppedError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted" + (f": {interrupted_hint}" if interrupted_hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -26,9 +26,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
+from inference.errors import WeightsError
 from job import prepare, progress, report
 from job.cli import RESUME_HINT, config_from_args, run_main
 from job.config import JobConfig
+from job.errors import JobError, StoppedError
 from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, model_for, require_capable
 from job.finish import finish_job
@@ -38,6 +40,7 @@ from job.output.parts import STAGING, Parts, output_options
 from job.output.rows import output_schema
 from job.prepare import PreparedJob
 from job.timeline import COMMAND_STARTED_AT
+from storage import StorageError
 
 
 def commands(engine: Engine) -> tuple[Callable[..., dict], Callable[[], int]]:
@@ -86,8 +89,10 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
             with engine.start(args) as session:
                 prepared = preparing.result()
                 job = decide_job(prepared, engine, session.devices())
-                run, seconds = _execute(engine, job, session, args)
-            manifest = finish_job(prepared, job, engine, seconds, run, started_at)
+                with stopped_part_way():
+                    run, seconds = _execute(engine, job, session, args)
+            with stopped_part_way():
+                manifest = finish_job(prepared, job, engine, seconds, run, started_at)
     report.print_summary(manifest)
     # The plan and the engine's records go before the manifest's dict is made in their memory: a million files' plan is
     # about 700 MB of the driver, and their table's entries as dicts another 330.
@@ -128,8 +133,11 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
                   output_schema(execution), prepared.run_id, salt=prepared.salt, rerun=prepared.rerun,
                   in_table=config.table_format != "parquet")
     previous = night.snapshot.state if night.snapshot is not None else None
+    at = formats.TableAt.of(prepared.output, config)
     if not config.overwrite:  # an --overwrite's one new version may change the columns, and recreates a lost log
-        formats.require_table(formats.TableAt.of(prepared.output, config), config.table_format, previous, parts.table_schema)
+        formats.require_table(at, config.table_format, previous, parts.table_schema)
+    known = {entry.part: name for name, entry in night.snapshot.files.items()} if night.snapshot is not None else {}
+    formats.require_writable(at, config.table_format, bool(night.leaving) or night.overwrite, night.leaving, known)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:
@@ -148,7 +156,8 @@ def without_engine(prepared: PreparedJob, engine: Engine, started_at: float) -> 
     if night.done:
         return night.previous.to_dict()
     if night.changes_table or prepared.to_write.files:
-        manifest = finish_job(prepared, job, engine, 0.0, EngineRun(settings={}), started_at)
+        with stopped_part_way():
+            manifest = finish_job(prepared, job, engine, 0.0, EngineRun(settings={}), started_at)
         report.print_summary(manifest)
         return manifest.to_dict()
     print(f"--incremental: nothing new in {prepared.config.input} since run {night.previous.run_id} "
@@ -165,7 +174,7 @@ def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
         running = len(prepared.to_write.files)
         removed = f", removing the parts of {len(night.removed)} {plan.unit} replaced or gone" if night.removed else ""
         if night.leaving:  # a table's rows leave by their source, wherever other writers moved them
-            removed = f", taking the rows of {len(night.leaving)} {plan.unit} replaced or gone out of the table"
+            removed = f", taking the rows of {len(night.leaving.units)} {plan.unit} replaced or gone out of the table"
         flag = "--incremental" if config.incremental else "--resume"
         print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{removed}",
               file=sys.stderr)
@@ -177,6 +186,16 @@ def _model_line(execution: Execution) -> str:
     names = f"named by {model.names_source}" if model.names_source else "no class names"
     outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings}"
     return f"{model.arch}, {model.num_classes} classes {names}{outputs}{'' if execution.predictions else ' only'}"
+
+
+@contextmanager
+def stopped_part_way() -> Iterator[None]:
+    """A refusal met once the engine works on the images (the store, another writer's commit or VACUUM) as a
+    ``StoppedError``: exit 4, not the 2 of a run refused before any work."""
+    try:
+        yield
+    except (JobError, StorageError, WeightsError) as e:
+        raise StoppedError(str(e)) from e
 
 
 @contextmanager

@@ -3,6 +3,9 @@
 - ``JobError``: found before any work (a bad option, dataset or prefix); exit 2.
 - ``DataError``: the input's data stopped the run part-way (a damaged file, a null or repeated
   id that only the run could see); exit 3. Parts committed before it are kept for ``--resume``.
+- ``StoppedError``: the run stopped part-way for a cause outside the input's data (the store gone, another
+  writer's VACUUM deleting the night's files, commits that kept conflicting); exit 4. The parts committed
+  so far are kept, and ``--resume`` finishes the run: a scheduler may retry it as it is.
 - Ctrl-C: one line and exit 130. While a command still imports (torch alone takes seconds), where
   Python's answer would be a ``KeyboardInterrupt`` traceback from inside some import, and nothing
   has been read or written yet, ``exit_quietly_on_ctrl_c`` (the first thing ``runners`` does when a
@@ -19,6 +22,7 @@ import signal
 import threading
 
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+EXIT_STOPPED = 4  # StoppedError: stopped part-way by something outside the data; --resume finishes the run
 STARTING = b"interrupted while starting: nothing was read or written\n"
 
 
@@ -31,6 +35,14 @@ class DataError(RuntimeError):
 
     Deterministic: running the same input again meets it again, so engines must not retry it
     (``job.output.parts.FAILED`` carries it to where the rows are gathered instead of raising in a worker).
+    """
+
+
+class StoppedError(RuntimeError):
+    """The run stopped after work began, for a cause outside the input's data; one line naming it and the fix.
+
+    ``job.driver`` raises it in place of a ``JobError`` or a storage error met once the engine works on the
+    images: the exit code then tells a scheduler that running again (with ``--resume``) may well succeed.
     """
 
 

@@ -20,11 +20,13 @@ from job import report
 from job.engine import Engine, EngineRun, Job
 from job.output.memory import release_freed_memory
 from job.manifest import MANIFEST, Counts, InputFiles, Manifest, copy_manifest, write_manifest
+from job.input.data_files import input_relpath
 from job.input.plan import InputFile
 from job.output import prefix
 from job.output.commit import TableChange, commit_run
 from job.output.ids.id_index import IdIndex, index_files
 from job.output.table import HISTORY_DIR, INDEX_DIR, Snapshot, TableFile, columns_record, diff
+from job.output.stopped_runs import record_stopped_runs
 from job.output.verify import KeptHolding, PartFacts, verify
 from job.output.night import Night
 from job.prepare import PreparedJob
@@ -47,7 +49,9 @@ def finish_job(prepared: PreparedJob, job: Job, engine: Engine, seconds: float, 
     checked = _check_table(prepared, table, relpath)
     release_freed_memory()  # what the parts' reads and their hashes held: the manifest is made next
     prepared.lease.check()  # the table is committed only by the run that holds the output
-    committed = commit_run(output, config, snapshot, _table_change(night, checked.files), job.parts.table_schema, job.run_id)
+    record_stopped_runs(output, {name: record for name, record in night.kept.items() if record is not None}, job.run_id)
+    change = _table_change(night, checked.files, _bounds(prepared))
+    committed = commit_run(output, config, snapshot, change, job.parts.table_schema, job.run_id)
     delta = diff(snapshot, {relpath[part]: f for part, f in prepared.planned.items()}, kept_removed)
     manifest = Manifest(
         engine=engine.name, run_id=job.run_id, input=config.input, output=config.output,
@@ -102,12 +106,28 @@ def _check_table(prepared: PreparedJob, table: dict[str, InputFile], relpath: di
     return _Checked(files, verified.counts, verified.examples, segments)
 
 
-def _table_change(night: Night, files: dict[str, TableFile]) -> TableChange:
+def _table_change(night: Night, files: dict[str, TableFile], bounds: dict[str, tuple[str, str]]) -> TableChange:
     """What the night changes in the table: its parts after the run, each part's input file, what leaves and goes."""
     before = night.snapshot.files.items() if night.snapshot is not None else ()
     sources = {entry.part: name for name, entry in before} | {entry.part: name for name, entry in files.items()}
     return TableChange({entry.part: entry.rows for entry in files.values()}, sources, night.removed, night.leaving,
-                       night.overwrite)
+                       night.overwrite, bounds)
+
+
+def _bounds(prepared: PreparedJob) -> dict[str, tuple[str, str]]:
+    """The parts this run wrote or adopted -> the least and greatest source_file of their rows: an input file's name,
+    or a group's first and last object key (those the snapshot vouches for are in the table's log already)."""
+    root, kept = prepared.plan.location.path, prepared.night.kept
+    bounds = {}
+    for part, file in prepared.planned.items():
+        if kept.get(part, 0) is None:
+            continue
+        if file.members:
+            bounds[part] = (input_relpath(root, file.members[0][0]), input_relpath(root, file.members[-1][0]))
+        else:
+            name = input_relpath(root, file.path)
+            bounds[part] = (name, name)
+    return bounds
 
 
 def _write_empty_parts(prepared: PreparedJob, job: Job) -> None:
@@ -140,8 +160,10 @@ def _known_facts(snapshot: Snapshot | None, relpath: dict[str, str], unread: set
 
 def _table_file(part: str, file: InputFile, facts: PartFacts, kept_removed: TableFile | None) -> TableFile:
     if kept_removed is not None:
-        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, True, kept_removed.size, facts.transient)
-    return TableFile(part, file.identity, facts.rows, facts.errored, size=facts.size, transient=facts.transient)
+        return TableFile(part, kept_removed.identity, facts.rows, facts.errored, True, kept_removed.size, facts.transient,
+                         kept_removed.withheld)
+    return TableFile(part, file.identity, facts.rows, facts.errored, size=facts.size, transient=facts.transient,
+                     withheld=file.withheld)
 
 
 def _tidy(output: Location, removed_parts: tuple[str, ...], segments: list[str]) -> None:

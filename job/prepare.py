@@ -36,6 +36,8 @@ from job.input.plan import InputFile, InputPlan
 from job.lease.lease import LeaseOwner, OutputLease
 from job.output import prefix
 from job.input.unique_ids import ID_HASH_VERSION
+from job.output.deleted_objects import withhold
+from job.output.formats import TableAt, table_files
 from job.output.ids.id_index import IdIndex
 from job.output.ids.incremental import check_new_ids, moved_files
 from job.output.nesting import refuse_inside_another
@@ -90,11 +92,7 @@ class PreparedJob:
     def id_index(self, name: str) -> IdIndex:
         """The table's ids index ``name``, read once a run: the night's checks and the final check all ask it."""
         if name not in self.indexes:
-            index = IdIndex.read(self.output, name)
-            if index.hash_version != ID_HASH_VERSION:  # written before the hash's fix; the index is the previous table's
-                parts = {file: entry.part for file, entry in self.previous.files.items()}
-                index = index.remade(parts, self.previous.columns["ids_as_text"])
-            self.indexes[name] = index
+            self.indexes[name] = read_index(self.output, name, self.previous)
         return self.indexes[name]
 
     @cached_property
@@ -112,6 +110,15 @@ class PreparedJob:
     def pending(self) -> InputPlan:
         """What the engine runs: the files to write that have rows (the driver writes the empty files' parts)."""
         return dataclasses.replace(self.to_write, files=tuple(f for f in self.to_write.files if f.rows > 0))
+
+
+def read_index(output: Location, name: str, previous: Snapshot) -> IdIndex:
+    """The table's ids index ``name`` (of the table ``previous``), in this version's id hash."""
+    index = IdIndex.read(output, name)
+    if index.hash_version != ID_HASH_VERSION:  # written before the hash's fix; the index is the previous table's
+        parts = {file: entry.part for file, entry in previous.files.items()}
+        index = index.remade(parts, previous.columns["ids_as_text"])
+    return index
 
 
 def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> PreparedJob:
@@ -141,13 +148,32 @@ def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> Prepar
                                 shared=config.table_format != "parquet", overwrite=config.overwrite)
         vouched = vouched_input(config, held, listing, source.path)  # refuses another table format first
         plan = plan_listed(source, config, listing, vouched.files, vouched.columns)
-        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night(), held.snapshot)
+        indexes: dict[str, IdIndex] = {}
+        plan = _withheld(config, plan, held, listing, output, indexes)
+        job = PreparedJob(config, plan, model, output, run_id, lease, ExitStack(), Night(), held.snapshot, indexes)
         job.night = decide_night(config, job.planned, held, lambda names: prefix.read_footers(output, names),
                                  lambda gone, running: _moved(job, held, gone, running),
                                  lambda: frozenset(job.relpath(f.path) for f in job.plan.files))
         _act_on(job, held)
         job.holding = holding.pop_all()  # prepared: the caller holds the lease from here
     return job
+
+
+def _withheld(config: JobConfig, plan: InputPlan, held: prefix.Held, listing: Listing, output: Location,
+              indexes: dict[str, IdIndex]) -> InputPlan:
+    """A shared table continued from its snapshot: the image objects another writer deleted by key left out of their
+    groups while unchanged (``job.output.deleted_objects``); the ids index read, if at all, into ``indexes``."""
+    snapshot = held.snapshot
+    if config.table_format == "parquet" or snapshot is None or not (config.incremental or config.resume):
+        return plan
+
+    def index() -> IdIndex:
+        if snapshot.index not in indexes:
+            indexes[snapshot.index] = read_index(output, snapshot.index, snapshot)
+        return indexes[snapshot.index]
+
+    at = TableAt.of(output, config)
+    return withhold(plan, snapshot, listing, output, lambda: table_files(at, config.table_format), index)
 
 
 def _overwrites_table(config: JobConfig) -> bool:

@@ -33,7 +33,7 @@ its members' (key, size, modification time): a group whose digest changed is red
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -119,6 +119,23 @@ class ObjectGroup:
     start: int  # its first object's index in the sorted keys
     end: int  # one past its last
     identity: FileIdentity  # total size, newest mtime, and the digest of every member's (key, size, mtime)
+
+
+def key_ranges(groups: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+    """The keys each of a table's object groups (their names relative to the input) held: [its first key, the next
+    group's first key), the leading group from the empty key, the last one without an upper bound.
+
+    Groups are contiguous runs of the sorted keys, so the names of all of a table's groups say which keys each held
+    without listing a member: a night takes a changed group's rows out of a shared table by this range.
+    """
+    names = sorted(groups)
+    starts = [name.removeprefix(GROUP_MARK) for name in names]  # LEADING ("@") starts at the empty key
+    return {name: (start, ends) for name, start, ends in zip(names, starts, [*starts[1:], None])}
+
+
+def is_group_name(name: str) -> bool:
+    """Whether ``name`` (an input unit relative to the input) names a group of image objects."""
+    return name.startswith(GROUP_MARK)
 
 
 def starts_group(key: str, per_part: int) -> bool:

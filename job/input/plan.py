@@ -41,6 +41,9 @@ class InputFile:
     ids_digest: int | None = None  # its ids' digest from the id check (job.input.unique_ids); the final check compares
     # A group of image objects (job.input.objects): (path, size) of each, read in this order; None: a Parquet file.
     members: tuple[tuple[str, int], ...] | None = None
+    # Of a group: objects left out because another writer deleted their rows from the table (key, size, mtime_ns,
+    # ctime_ns each; job.output.deleted_objects); the table's snapshot records them, and they stay out while unchanged.
+    withheld: tuple[tuple[str, int, int | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)

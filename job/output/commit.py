@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.config import JobConfig
 from job.output.formats import Commit, TableAt, format_module
-from job.output.formats.by_source import REWRITTEN_PREFIX
+from job.output.formats.by_source import REWRITTEN_PREFIX, Leaving
 from job.output.parts import is_part_name
 from job.output.table import Snapshot
 from storage import Location, storage_errors
@@ -46,8 +46,9 @@ class TableChange:
     table: Mapping[str, int]  # every part of the table after the run -> its rows
     sources: Mapping[str, str]  # each of those parts, and the previous snapshot's, -> its input file (relative)
     removed: Sequence[str] = ()  # parts to delete after the manifest: the plain folder's gone files, a stopped night's
-    leaving: frozenset[str] = frozenset()  # a table's input files whose rows leave it (replaced or gone)
+    leaving: Leaving = field(default_factory=Leaving)  # a table's rows that leave it (of input files replaced or gone)
     overwrite: bool = False  # a table's --overwrite: every row of its current version leaves
+    bounds: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # parts this run adds -> their sources' min, max
 
 
 def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, change: TableChange, schema: pa.Schema,
@@ -63,7 +64,8 @@ def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, c
     removed: tuple[str, ...] = ()
     if adds or change.leaving or change.overwrite or version is None:
         applied = module.commit(TableAt.of(output, config), Commit(
-            adds, change.leaving, schema, number, run_id, config.time_travel_days, change.overwrite, change.sources))
+            adds, change.leaving, schema, number, run_id, config.time_travel_days, change.overwrite, change.sources,
+            change.bounds))
         version, removed, number = applied.version, applied.removed, applied.number or number
     now = time.time()
     # Ours that left the table: by this commit, or by another writer's since the snapshot (a compaction of our parts).

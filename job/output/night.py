@@ -45,7 +45,9 @@ from job.input.data_files import FileIdentity, Listing, unchanged
 from job.input.dataset_check import InputColumns
 from job.input.plan import InputFile
 from job.manifest import MANIFEST, Manifest
+from job.input.objects import is_group_name, key_ranges
 from job.output.formats import FOLDERS
+from job.output.formats.by_source import Leaving
 from job.output.table import Snapshot, TableFile
 
 Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
@@ -82,8 +84,9 @@ class Night:
     clear: bool = False  # --overwrite: everything of ours is deleted before any work
     done: bool = False  # --resume on a whole finished table: its manifest is the answer
     notes: tuple[str, ...] = ()  # what the user should hear about the decision (a part redone, and why)
-    # A shared table: the input files (relative to --input) whose rows leave it, replaced or gone; by their lineage.
-    leaving: frozenset[str] = frozenset()
+    # A shared table: the rows of the input files (relative to --input) replaced or gone, which leave it by their
+    # lineage: by the file's name, or by the keys of an object group (job.output.formats.by_source.Leaving).
+    leaving: Leaving = field(default_factory=Leaving)
     overwrite: bool = False  # a shared table's --overwrite: its next version replaces every row
 
     def pending(self, planned: Mapping[str, InputFile]) -> list[str]:
@@ -181,8 +184,17 @@ def _on_finished(config: JobConfig, planned: Mapping[str, InputFile], held: Held
                         if name not in moved({name: e for name, e in kept_removed.items()}, running)}
     staying = {e.part for e in kept_removed.values()}
     removed = tuple(n for n in sorted(held.parts) if n not in planned and n not in staying and not (shared and n in by_part))
-    leaving = frozenset(name for part, name in gone.items() if part not in staying) if shared else frozenset()
+    leaving = _leaving(frozenset(name for part, name in gone.items() if part not in staying), snapshot) if shared else Leaving()
     return Night(held.finished, snapshot, {**vouched, **kept}, removed, kept_removed, leaving=leaving, notes=notes)
+
+
+def _leaving(units: frozenset[str], snapshot: Snapshot) -> Leaving:
+    """The rows of the input ``units`` leaving a shared table: an input file's by its name, an object group's by the
+    range of keys it held (its rows carry their objects' keys), and by its name (as rows written before did)."""
+    if not units or not all(is_group_name(name) for name in snapshot.files):
+        return Leaving(units)
+    ranges = key_ranges(snapshot.files)
+    return Leaving(units, tuple(ranges[name] for name in sorted(units)))
 
 
 def _on_partial(config: JobConfig, planned: Mapping[str, InputFile], held: Held, read_footers: FooterReader,

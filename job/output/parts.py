@@ -47,7 +47,7 @@ from storage import Location, storage_errors
 
 STAGING = "_staging"  # <output>/_staging/: temporaries, never read; cleared after a run and by --resume
 PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
-PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options", "identity"}
+PART_METADATA = b"batch_inference.part"  # footer key: {"input_file", "rows", "options", "identity", "run_id"}
 STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for long input names
 PART_NAME = re.compile(r"part-[A-Za-z0-9._-]*-[0-9a-f]{8}(-[0-9a-f]{8}){0,2}\.parquet")  # what part_name makes
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
@@ -134,10 +134,13 @@ class Parts:
         name, fs = self.name(file), self.output.filesystem
         source = input_relpath(self.input_root, file.path)
         record = {"input_file": source, "rows": file.rows, "options": self.options,
-                  "identity": file.identity.to_dict() if file.identity is not None else None}
+                  "identity": file.identity.to_dict() if file.identity is not None else None, "run_id": self.run_id}
         model = model_lineage(self.options.get("arch", "unknown"), self.options.get("weights_sha256"))
-        rows = with_lineage(table.select(self.schema.names).cast(self.schema), source, self.run_id, model,
-                            datetime.now(timezone.utc)).cast(self.table_schema)
+        rows = table.select(self.schema.names).cast(self.schema)
+        # An image object's row comes from the object, not its group: its source is its key (its id), so a privacy
+        # DELETE by key finds it, and a night takes out a group's rows by their keys' range.
+        sources = rows.column("id") if file.members is not None else source
+        rows = with_lineage(rows, sources, self.run_id, model, datetime.now(timezone.utc)).cast(self.table_schema)
         data = _serialize(rows, {PART_METADATA: json.dumps(record)})
         final = self.output.join(name)
         with storage_errors(self.output.uri_of(final)):

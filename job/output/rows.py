@@ -53,7 +53,7 @@ PREDICTION_FIELDS = (
 )
 SOURCE = "source_file"  # the lineage column naming the row's input file: what a night removes rows by
 LINEAGE_FIELDS = (
-    pa.field(SOURCE, pa.string()),  # the input file (or object group's file) relative to --input
+    pa.field(SOURCE, pa.string()),  # the input file, or the image object's key, relative to --input
     pa.field("run_id", pa.string()),  # the run that made the row (its manifest: _history/<run id>.json)
     pa.field("model", pa.string()),  # "<arch> sha256:<16 hex of the weights' digest>" (model_lineage)
     pa.field("made_at", pa.timestamp("us", tz="UTC")),  # when its part was written
@@ -116,16 +116,69 @@ def _as_plain_list(field: pa.Field) -> pa.Field:
     return field.with_type(pa.list_(field.type.value_field))
 
 
+def plain_types(table: pa.Table) -> pa.Table:
+    """``table`` with every column in the plain type of what it holds: what a step that reads the table compares.
+
+    Other writers of a shared table hand our columns back in types of their own: delta-rs writes ``string_view`` (a
+    DELETE that rewrites a compacted file), pyiceberg ``large_string`` and ``large_list``, a writer may
+    dictionary-encode, Arrow's view types of lists. Compute kernels such as ``pc.is_in`` have none for some of them,
+    and a file written back from them must hold the table's types, so the one place a table file is read
+    (``job.output.formats.by_source``) turns them into ``string``, ``binary`` and ``list`` here.
+    """
+    columns = [_plain_column(column, plain_type(column.type)) for column in table.columns]
+    fields = [field.with_type(column.type) for field, column in zip(table.schema, columns)]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def plain_type(type_: pa.DataType) -> pa.DataType:
+    """The plain type of ``type_``: views, large and dictionary types as their plain ones, nested types throughout."""
+    if pa.types.is_dictionary(type_):
+        return plain_type(type_.value_type)
+    if pa.types.is_string_view(type_) or pa.types.is_large_string(type_):
+        return pa.string()
+    if pa.types.is_binary_view(type_) or pa.types.is_large_binary(type_):
+        return pa.binary()
+    if pa.types.is_list_view(type_) or pa.types.is_large_list_view(type_) or pa.types.is_large_list(type_) or pa.types.is_list(type_):
+        return pa.list_(type_.value_field.with_type(plain_type(type_.value_type)))
+    if pa.types.is_fixed_size_list(type_):
+        return pa.list_(type_.value_field.with_type(plain_type(type_.value_type)), type_.list_size)
+    if pa.types.is_struct(type_):
+        return pa.struct([type_.field(i).with_type(plain_type(type_.field(i).type)) for i in range(type_.num_fields)])
+    return type_
+
+
+def _plain_column(column: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
+    if column.type == wanted:
+        return column
+    return pa.chunked_array([_plain_array(chunk, wanted) for chunk in column.chunks], wanted)
+
+
+def _plain_array(array: pa.Array, wanted: pa.DataType) -> pa.Array:
+    """``array`` as ``wanted`` (``plain_type`` of its type). A list view is rebuilt from its values and lengths:
+    pyarrow 25's cast of one to a list makes an array whose offsets are short."""
+    type_ = array.type
+    if pa.types.is_dictionary(type_):
+        return _plain_array(array.dictionary_decode(), wanted)
+    if pa.types.is_list_view(type_) or pa.types.is_large_list_view(type_) or pa.types.is_large_list(type_):
+        values = _plain_array(pc.list_flatten(array), wanted.value_type)
+        lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, values, type=wanted, mask=array.is_null())
+    return array.cast(wanted)
+
+
 def model_lineage(arch: str, weights_sha256: str | None) -> str:
     """The ``model`` lineage value: the architecture and the start of its weights' digest."""
     return f"{arch} sha256:{(weights_sha256 or 'unknown')[:16]}"
 
 
-def with_lineage(table: pa.Table, source: str, run_id: str, model: str, made_at: datetime) -> pa.Table:
-    """``table`` (in ``output_schema``) with the lineage columns, the same value on every row."""
+def with_lineage(table: pa.Table, source: str | pa.ChunkedArray, run_id: str, model: str, made_at: datetime) -> pa.Table:
+    """``table`` (in ``output_schema``) with the lineage columns, the same value on every row but ``source``: an input
+    file's name on every row, or one value a row (a group of image objects: each row's object key)."""
     values = (source, run_id, model, made_at)
     for field, value in zip(LINEAGE_FIELDS, values):
-        table = table.append_column(field, pa.array([value] * table.num_rows, field.type))
+        column = value if isinstance(value, pa.ChunkedArray) else pa.array([value] * table.num_rows, field.type)
+        table = table.append_column(field, column)
     return table
 
 

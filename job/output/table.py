@@ -40,17 +40,23 @@ class TableFile:
     removed: bool = False  # --keep-removed: the input file is gone, its part kept
     size: int | None = None  # the part's bytes as written (None: not recorded): a part cut short since is redone
     transient: int = 0  # error rows of a transient cause (a timed-out model call): the next --incremental redoes the file
+    # An object group's objects whose rows another writer deleted from the table (a DELETE by key), left out of its part
+    # while they stay as they were: (key, size, mtime_ns, ctime_ns) each (job.output.deleted_objects).
+    withheld: tuple[tuple[str, int, int | None, int | None], ...] = ()
 
     def to_dict(self) -> dict:
         """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
         identity = self.identity or FileIdentity(0, None)
-        return {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored, "removed": self.removed,
-                "part_size": self.size, "transient": self.transient}
+        record = {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored,
+                  "removed": self.removed, "part_size": self.size, "transient": self.transient}
+        if self.withheld:  # rare (privacy deletes): a million files' manifest carries no empty list each
+            record["withheld"] = [list(entry) for entry in self.withheld]
+        return record
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
         return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False),
-                   data.get("part_size"), data.get("transient", 0))
+                   data.get("part_size"), data.get("transient", 0), tuple(tuple(e) for e in data.get("withheld", ())))
 
 
 @dataclass(frozen=True)

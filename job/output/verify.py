@@ -34,7 +34,8 @@ from job.input.plan import InputFile
 from job.output.prefix import list_parts
 from job.output.ids.hashes_by_file import HashesByFile
 from job.input.unique_ids import ids_digest, repeat_line, repeated
-from storage import Location, storage_errors
+from job.output.formats import gone_before_commit
+from storage import Location, StorageError, storage_errors
 from storage.parallel import map_in_order
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
@@ -164,8 +165,13 @@ def _decode(data: pa.Buffer, columns: list[str]) -> pa.Table:
 
 
 def _read_part(location: Location, name: str, file: InputFile) -> tuple[pa.Table, int]:
-    """The part's id and error columns, and its size."""
-    data = read_part_bytes(location, name)
+    """The part's id and error columns, and its size; a part gone since the run wrote it is named as such."""
+    try:
+        data = read_part_bytes(location, name)
+    except StorageError as e:
+        if isinstance(e.__cause__, FileNotFoundError):
+            raise gone_before_commit(location.uri, 1, name) from e
+        raise
     table = _decode(data, ["id", "error"])
     if table.num_rows != file.rows:
         raise RuntimeError(f"{name} has {table.num_rows} rows for the {file.rows} rows of {file.path}; {NO_MANIFEST}")

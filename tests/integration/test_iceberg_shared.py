@@ -14,6 +14,7 @@ import pytest
 
 from job.errors import JobError
 from job.output.formats import Commit, TableAt, TableState, iceberg
+from job.output.formats.by_source import Leaving
 from job.output.formats.iceberg_change import RUN_PROPERTY
 from job.output.rows import SOURCE, stored_schema
 from storage import resolve
@@ -37,7 +38,7 @@ def part(out: str, source: str, rows: int = 2, tag: str = "") -> tuple[str, int]
 
 def change(number: int, adds: list[tuple[str, int]], leaving: tuple[str, ...] = (), overwrite: bool = False,
            schema: pa.Schema = SCHEMA) -> Commit:
-    return Commit(dict(adds), frozenset(leaving), schema, number, f"run-{number}", 7.0, overwrite)
+    return Commit(dict(adds), Leaving(frozenset(leaving)), schema, number, f"run-{number}", 7.0, overwrite)
 
 
 def ids(out: str) -> list[str]:

@@ -15,6 +15,7 @@ from runners import ray_job
 from tests.integration import bad_night_scenarios as bad_nights
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
+from tests.integration import privacy_scenarios as privacy
 from tests.integration import shared_table_scenarios as shared
 
 pytestmark = pytest.mark.usefixtures("local_ray")
@@ -42,3 +43,15 @@ def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_b
 def test_a_delta_night_on_ray_keeps_another_writers_compaction_made_while_it_ran(tmp_path, monkeypatch):
     """Databricks' OPTIMIZE commits while the Ray night runs: the night's commit rebases over it, every id once."""
     shared.nights_around_another_writer(ray_job.main, str(tmp_path), None, "compact", True, monkeypatch)
+
+
+def test_a_delete_after_a_compaction_then_a_changed_file_on_ray(tmp_path):
+    privacy.a_delete_after_a_compaction_then_a_changed_file(ray_job.main, str(tmp_path), None, "delta")
+
+
+def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_ray(tmp_path):
+    privacy.an_object_deleted_by_key_stays_deleted(ray_job.main, str(tmp_path), None, "delta")
+
+
+def test_iceberg_nights_on_ray_after_a_compaction_and_a_delete(tmp_path):
+    privacy.a_delete_after_a_compaction_then_a_changed_file(ray_job.main, str(tmp_path), None, "iceberg")

@@ -9,6 +9,7 @@ from runners import spark_job
 from tests.common.spark import local_spark
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
+from tests.integration import privacy_scenarios as privacy
 from tests.integration import shared_table_scenarios as shared
 from tests.integration import table_scenarios as tables
 
@@ -39,3 +40,15 @@ def test_objects_on_s3_run_as_they_lie_and_a_night_redoes_only_their_groups(s3_b
 def test_a_delta_night_on_spark_keeps_another_writers_delete_made_while_it_ran(s3_bucket, s3_env, monkeypatch):
     """A privacy request's DELETE commits while the Spark night runs: it stays deleted, the night's rows are right."""
     shared.nights_around_another_writer(spark_job.main, f"s3://{s3_bucket}", s3_env, "delete", True, monkeypatch)
+
+
+def test_a_delete_after_a_compaction_then_a_changed_file_on_spark(s3_bucket, s3_env):
+    privacy.a_delete_after_a_compaction_then_a_changed_file(spark_job.main, f"s3://{s3_bucket}", s3_env, "delta")
+
+
+def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_spark(s3_bucket, s3_env):
+    privacy.an_object_deleted_by_key_stays_deleted(spark_job.main, f"s3://{s3_bucket}", s3_env, "delta")
+
+
+def test_iceberg_nights_on_spark_after_a_compaction_and_a_delete(s3_bucket, s3_env):
+    privacy.a_delete_after_a_compaction_then_a_changed_file(spark_job.main, f"s3://{s3_bucket}", s3_env, "iceberg")

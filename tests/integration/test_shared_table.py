@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 from runners import local_job
 from tests.integration.checks_scenarios import job_args, refused
 from tests.integration.incremental_scenarios import write_night
+from tests.integration import privacy_scenarios as privacy
 from tests.integration.shared_table_scenarios import OTHER_WRITERS, nights_around_another_writer
 from tests.integration.table_scenarios import read_delta
 
@@ -74,3 +75,29 @@ def test_a_lost_delta_log_is_refused_not_rebuilt(tmp_path, capsys):
     line = refused(local_job.main, [*args, *LOCAL], capsys)
     assert line == (f"{out}: the manifest records Delta version 0, but there is no Delta log (_delta_log/) now; the table is "
                     "never rebuilt from the job's own records: restore the log, or pass --overwrite to redo the table")
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_delete_after_a_compaction_then_a_changed_file(table_format, tmp_path):
+    """Databricks' OPTIMIZE, then a privacy DELETE by source, then a changed input file: the night reads the other
+    writer's files in whatever types its writer wrote (delta-rs: string_view), every id once, every row as fresh."""
+    privacy.a_delete_after_a_compaction_then_a_changed_file(main, str(tmp_path), None, table_format)
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_an_image_objects_row_deleted_by_its_key_stays_deleted(table_format, tmp_path):
+    privacy.an_object_deleted_by_key_stays_deleted(main, str(tmp_path), None, table_format)
+
+
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_a_delete_after_a_compaction_then_a_changed_file_on_s3(table_format, s3_bucket, s3_env):
+    privacy.a_delete_after_a_compaction_then_a_changed_file(main, f"s3://{s3_bucket}", s3_env, table_format)
+
+
+def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_s3(s3_bucket, s3_env):
+    privacy.an_object_deleted_by_key_stays_deleted(main, f"s3://{s3_bucket}", s3_env, "delta")
+
+
+@pytest.mark.parametrize("kind", ["compact", "delete", "append"])
+def test_another_writer_during_an_iceberg_night(kind, tmp_path, monkeypatch):
+    privacy.an_iceberg_night_with_another_writer_during_it(main, str(tmp_path), None, kind, monkeypatch)

@@ -14,6 +14,7 @@ from job.errors import JobError
 from job.input.data_files import FileIdentity
 from job.output.commit import TableChange, commit_run
 from job.output.formats import TableAt, TableState, format_module
+from job.output.formats.by_source import Leaving
 from job.output.parts import part_name
 from job.output.table import Snapshot, TableFile
 from storage import resolve
@@ -37,7 +38,7 @@ def source(part: str) -> str:
 def change(table: dict[str, int], leaving: tuple[str, ...] = (), before: tuple[str, ...] = ()) -> TableChange:
     """The night's change: ``table`` its parts, ``leaving`` the input files whose rows go, ``before`` last night's parts."""
     parts = [*table, *(f"{p}.parquet" for p in before)]
-    return TableChange(table, {part: source(part) for part in parts}, leaving=frozenset(leaving))
+    return TableChange(table, {part: source(part) for part in parts}, leaving=Leaving(frozenset(leaving)))
 
 
 def snapshot(parts: list[str], number: int, version: int | None, retired: dict | None = None) -> Snapshot:

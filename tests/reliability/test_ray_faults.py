@@ -39,7 +39,7 @@ def test_s3_down_from_the_start_stops_before_any_work(s3_bucket, fault_proxy, mo
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
-    assert s3_gone_after_planning(ray_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 2
+    assert s3_gone_after_planning(ray_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 4  # stopped part-way
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
 

@@ -34,7 +34,7 @@ def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
 
 
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
-    assert s3_gone_after_planning(spark_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 2
+    assert s3_gone_after_planning(spark_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 4  # stopped part-way
     # After Spark's own log of the failed task attempts: the worker's own line, naming the input file.
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err

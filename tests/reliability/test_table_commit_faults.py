@@ -21,9 +21,10 @@ def main(argv):
 
 
 def stopped(argv: list[str], capsys) -> str:
-    """Run the command; assert exit 2, no traceback and one error line (after the run's own lines); return it."""
+    """Run the command; assert exit 4 (stopped part-way, --resume finishes it), no traceback and one error line (after
+    the run's own lines); return it."""
     capsys.readouterr()
-    assert run_main(main, argv) == 2
+    assert run_main(main, argv) == 4
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and err.endswith(errors[0] + "\n") and "Traceback" not in err, err

@@ -42,7 +42,8 @@ def test_a_local_part_is_renamed_into_place_whole_and_records_its_input(tmp_path
     rows, record = read_part_record(parts.output, name)
     stat = (tmp_path / "in" / "part-00000.parquet").stat()
     identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns}
-    assert rows == 6 and record == {"input_file": "part-00000.parquet", "rows": 6, "options": parts.options, "identity": identity}
+    assert rows == 6 and record == {"input_file": "part-00000.parquet", "rows": 6, "options": parts.options, "identity": identity,
+                                    "run_id": parts.run_id}
     assert pq.read_table(tmp_path / "out" / name).column("id").to_pylist() == ids
 
 

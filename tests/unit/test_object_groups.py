@@ -12,8 +12,9 @@ from job.config import JobConfig
 from job.errors import JobError
 from job.input import data_files as listing, objects
 from job.input.data_files import FileIdentity, list_data_files
-from job.input.objects import LEADING, MAX_PER_PART_FACTOR, group_objects, starts_group
+from job.input.objects import LEADING, MAX_PER_PART_FACTOR, group_objects, key_ranges, starts_group
 from job.input.objects import READ_ERROR, read_objects
+from job.output.formats.by_source import Leaving
 from job.prepare import plan_input
 from storage import resolve
 
@@ -147,3 +148,15 @@ def test_the_cpu_stage_gives_an_unread_object_its_reason_and_decodes_the_others(
     assert batch.ids == ["gone.jpg", "notes.txt", "ok.jpg"] and batch.pixels.shape == (1, 32, 32, 3)
     assert batch.errors[0].startswith("object gone: ") and batch.errors[1].startswith("undecodable image: ")
     assert batch.errors[2] is None
+
+
+def test_a_tables_groups_say_which_keys_each_held_without_listing_a_member():
+    keys = [f"k{i:03d}" for i in range(200)]
+    groups = group_objects(keys, [FileIdentity(1, 1)] * len(keys), 8)
+    ranges = key_ranges(g.name for g in groups)
+    leaving = Leaving(ranges=tuple(ranges[g.name] for g in groups))
+    for group in groups:
+        low, high = ranges[group.name]
+        assert [k for k in keys if low <= k and (high is None or k < high)] == keys[group.start:group.end]
+    assert ranges[groups[-1].name][1] is None and all(leaving.holds(k) for k in keys)
+    assert groups[0].name != LEADING or ranges[LEADING] == ("", groups[1].name.removeprefix("@"))

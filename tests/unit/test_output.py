@@ -10,7 +10,7 @@ import pytest
 
 from inference import Predictions
 from job.config import JobConfig
-from job.output.rows import error_table, output_schema, prediction_table
+from job.output.rows import error_table, output_schema, plain_types, prediction_table
 from tests.common.plans import cpu_execution
 
 PLAN = cpu_execution(JobConfig(input=None, output=None, weights="random", topk=3))
@@ -83,3 +83,24 @@ def test_all_errors_and_no_errors():
 def test_mismatched_counts_are_a_bug_not_silence():
     with pytest.raises(ValueError, match="2 classifiable rows but 1 predictions"):
         prediction_table(["a", "b"], [None, None], predictions(1), PLAN)
+
+
+def test_a_table_writers_types_read_back_as_the_plain_types_of_what_they_hold():
+    """delta-rs hands strings back as string_view, pyiceberg as large_string and large_list, a writer may
+    dictionary-encode: every step that reads a table compares them as string, binary and list."""
+    written = pa.table({
+        "id": pa.array(["a", None], pa.string_view()),
+        "source_file": pa.array(["x.parquet", "x.parquet"]).dictionary_encode(),
+        "model": pa.array(["m", "m"], pa.large_string()),
+        "image": pa.array([b"\x00", None], pa.large_binary()),
+        "thumb": pa.array([b"\x01", b""], pa.binary_view()),
+        "topk_labels": pa.array([[1, 2], None], pa.list_view(pa.int64())),
+        "topk_label_names": pa.array([["a"], []], pa.large_list(pa.large_string())),
+        "score": pa.array([0.5, None], pa.float32()),
+    })
+    plain = plain_types(written)
+    plain.validate(full=True)
+    assert [field.type for field in plain.schema] == [pa.string(), pa.string(), pa.string(), pa.binary(), pa.binary(),
+                                                      pa.list_(pa.int64()), pa.list_(pa.string()), pa.float32()]
+    assert plain.to_pylist() == written.to_pylist()
+    assert plain_types(plain).equals(plain)  # plain columns are left as they are

@@ -5,21 +5,24 @@ Engines write parts as they always do (``job.output.parts``); with ``--table-for
 new version of the table (``job.finish``). The table is shared: Databricks' OPTIMIZE and VACUUM,
 a DELETE for a privacy request, another job's append all commit to it, so a ``Commit`` says what
 the run changes by the rows' lineage, not by file names: ``Commit.adds`` are the parts this run
-wrote or adopted, ``Commit.leaving`` the input files (the rows' ``source_file``) whose rows leave
-the table (replaced or gone), wherever compaction moved them; ``Commit.overwrite`` takes every row
+wrote or adopted, ``Commit.leaving`` the rows (by their ``source_file``: input files, image objects'
+keys) that leave the table (replaced or gone), wherever compaction moved them; ``Commit.overwrite`` takes every row
 of the current version out (``--overwrite``: one new version, never a table readers cannot open).
 The format applies it on the table's latest version with its own optimistic concurrency: a
 commit another writer made meanwhile is rebased over unless it touched the same files.
 ``parquet`` has no commit: the folder is the table.
 
 A format module (``delta``, ``iceberg``, and ``iceberg_glue`` for an Iceberg table whose catalog
-is AWS Glue) answers three questions about the table ``TableAt`` names, each module imported only
+is AWS Glue) answers these questions about the table ``TableAt`` names, each module imported only
 when used, so the core install needs none of their libraries:
 - ``require_ours``: before any work, refuse a table whose schema is not ours, or a table our last
   run recorded that is gone or unreadable now (one line, exit 2; never rebuilt from our manifest).
 - ``commit``: apply the ``Commit`` in one transaction, at most once for a given run number, so a
   run that died after its commit and before its manifest is finished by ``--resume`` without a
   second version; returns what it did (``Applied``).
+- ``require_writable``: before any work, refuse a night the table's own rules forbid (an append-only Delta
+  table that the night must take rows out of, a writer feature the job's commit cannot honour).
+- ``data_files``: the data files of its latest version, with their ``source_file`` bounds (``table_files``).
 - ``FOLDER``: the folder of its own files under the prefix (``_delta_log``, ``metadata``).
 """
 
@@ -35,7 +38,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from job.errors import JobError
-from storage import Location
+from job.output.formats.by_source import DataFile, Leaving
+from storage import Location, StorageError
 
 if TYPE_CHECKING:
     from job.config import JobConfig
@@ -67,18 +71,21 @@ class Commit:
     """What one run does to the table, in one transaction on its latest version."""
 
     adds: Mapping[str, int]  # part name (relative to the prefix) -> its rows: the parts this run adds
-    # Input files (relative to --input, as the rows' source_file column holds them) whose rows leave the table:
-    # replaced or gone. A data file holding only such rows is removed; one compaction made of theirs and others'
-    # is rewritten without them.
-    leaving: frozenset[str]
+    # The rows that leave the table, by their source_file: replaced or gone input files, and object groups' keys. A data
+    # file holding only such rows is removed; one compaction made of theirs and others' is rewritten without them.
+    leaving: Leaving
     schema: pa.Schema  # the parts' schema (job.output.rows.table_schema)
     number: int  # the run's number in this table (1: the first run); a commit is applied once per number
     run_id: str
     time_travel_days: float  # how long removed parts stay readable (recorded in the table's properties)
     overwrite: bool = False  # --overwrite: every row of the current version leaves, whoever wrote it
-    # Our parts the table may still hold, each with its one input file: known without reading them. Any other data
-    # file (another writer's, a compaction's) is judged by the log's statistics, and read only when they cannot tell.
+    # Our parts the table may still hold, each with its one input unit (file or object group): known without reading
+    # them. Any other data file (another writer's, a compaction's) is judged by the log's statistics, and read only when
+    # they cannot tell.
     known: Mapping[str, str] = field(default_factory=dict)
+    # The parts this run adds -> (min, max) of their source_file: an input file's name twice, a group's first and last
+    # object key. The log's statistics, for the next night's pruning and the platform's data skipping.
+    bounds: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,15 @@ class TableState:
     version: int | None  # the table's version after its commit
 
 
+def gone_before_commit(uri: str, count: int, example: str) -> StorageError:
+    """The line for parts this night wrote that are gone before its commit: on a shared table, another writer's VACUUM
+    that deletes every file no version names yet."""
+    return StorageError(f"{uri}: {count} parts this night wrote are gone before its commit (e.g. {example}): another "
+                        "writer's VACUUM with a retention shorter than a night (RETAIN 0 HOURS, or FULL) deletes the "
+                        "files no version names yet; nothing of this night was committed: keep VACUUM's retention "
+                        "longer than a night, then run again with --resume, which writes them again")
+
+
 def format_module(name: str, catalog: str = "embedded") -> ModuleType | None:
     """The module that commits ``name`` through ``catalog`` (None for parquet: the folder is the table)."""
     if name == "parquet":
@@ -112,6 +128,22 @@ def require_table(at: TableAt, table_format: str, previous: TableState | None, s
     module = format_module(table_format, at.catalog)
     if module is not None:
         module.require_ours(at, schema, previous)
+
+
+def require_writable(at: TableAt, table_format: str, removes: bool, leaving: Leaving, known: Mapping[str, str]) -> None:
+    """Before any work: refuse (one line) a night the table's own rules forbid, or that its writer features ask more of
+    than the job's commit can honour (``require_writable`` of the format). ``removes``: the night takes rows out (of
+    input files replaced or gone, or every row: --overwrite); ``leaving`` and ``known`` as a ``Commit`` has them."""
+    module = format_module(table_format, at.catalog)
+    if module is not None:
+        module.require_writable(at, removes, leaving, known)
+
+
+def table_files(at: TableAt, table_format: str) -> list[DataFile]:
+    """The data files of the format's table at ``at`` (its latest version), with their source_file bounds; a plain
+    folder has no log to list: none."""
+    module = format_module(table_format, at.catalog)
+    return [] if module is None else module.data_files(at)
 
 
 def require_installed(table_format: str, catalog: str = "embedded") -> None:

@@ -1,12 +1,19 @@
-"""Which data files of a shared table hold rows of the input files leaving it, wherever other writers moved them.
+"""Which data files of a shared table hold rows leaving it, wherever other writers moved them.
 
 A night takes a replaced or deleted input file's rows out of the table by their lineage (the
 ``source_file`` column, ``job.output.rows.SOURCE``), not by file name: the platform's OPTIMIZE
-merges our parts into files of its own, a DELETE rewrites them, another job appends its own. For
-each data file of the table's current version ``split`` tells whether it holds only leaving rows
-(removed whole), some (rewritten without them: ``rewrite_without``), or none (left alone). A file
-is read only when neither our own records (a part of ours holds one input file) nor the format's
-statistics (the column's min and max, which the formats keep as bounds) can tell.
+merges our parts into files of its own, a DELETE rewrites them, another job appends its own.
+``Leaving`` says which rows go: those of input files by name, and for image objects (whose rows
+carry each object's key) the key range of each group of objects that leaves. For each data file of
+the table's current version ``split`` tells whether it holds only leaving rows (removed whole),
+some (rewritten without them: ``rewrite_without``), or none (left alone). A file is read only when
+neither our own records (a part of ours holds one input file or group) nor the format's statistics
+(the column's min and max, which the formats keep as bounds) can tell; ``sources_within`` reads
+which keys of some ranges the table still holds (a privacy DELETE by key).
+
+Every table file is read here, through ``read_columns``, in the plain types of what it holds
+(``job.output.rows.plain_types``): other writers hand our columns back as ``string_view`` or
+``large_string``.
 """
 
 from __future__ import annotations
@@ -19,12 +26,50 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from job.output.rows import SOURCE
+from job.output.rows import SOURCE, plain_types
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
 READ_THREADS = 16
 REWRITTEN_PREFIX = "rewritten-"  # a file a night wrote in place of one that mixed leaving rows with others
+
+
+KeyRange = tuple[str, "str | None"]  # [low, high) of source_file values; high None: no upper bound
+
+
+@dataclass(frozen=True)
+class Leaving:
+    """The rows leaving the table, by their ``source_file``: what a night's commit takes out."""
+
+    # Input units (relative to --input) whose rows leave: Parquet files by name, and object groups by theirs (which a
+    # group's rows carried before each object's key did).
+    units: frozenset[str] = frozenset()
+    ranges: tuple[KeyRange, ...] = ()  # the key range each leaving object group held (job.input.objects.key_ranges)
+
+    def __bool__(self) -> bool:
+        return bool(self.units or self.ranges)
+
+    def holds(self, source: str | None) -> bool:
+        """Whether a row of ``source`` leaves (a row without a source never does)."""
+        if source is None:
+            return False
+        return source in self.units or any(low <= source and (high is None or source < high) for low, high in self.ranges)
+
+    def may_be_within(self, low: str, high: str) -> bool:
+        """Whether a file whose sources lie within [low, high] may hold a leaving row."""
+        if any(low <= unit <= high for unit in self.units):
+            return True
+        return any(start <= high and (end is None or end > low) for start, end in self.ranges)
+
+    def mask(self, sources: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+        """True where a row of ``sources`` leaves (null: never)."""
+        leaving = pc.is_in(sources, pa.array(sorted(self.units), pa.string()))
+        for low, high in self.ranges:
+            within = pc.greater_equal(sources, low)
+            if high is not None:
+                within = pc.and_(within, pc.less(sources, high))
+            leaving = pc.or_(leaving, within)
+        return pc.fill_null(leaving, False)
 
 
 @dataclass(frozen=True)
@@ -35,11 +80,11 @@ class DataFile:
     low: str | None = None  # the min of its source_file column, where the log keeps statistics
     high: str | None = None  # the max
 
-    def may_hold(self, leaving: frozenset[str]) -> bool:
+    def may_hold(self, leaving: Leaving) -> bool:
         """Whether the statistics leave room for a leaving source (no statistics: they do)."""
         if self.low is None or self.high is None:
             return True
-        return any(self.low <= source <= self.high for source in leaving)
+        return leaving.may_be_within(self.low, self.high)
 
 
 @dataclass(frozen=True)
@@ -48,40 +93,58 @@ class Split:
     mixed: tuple[str, ...]  # files holding leaving rows and others: rewritten without the leaving ones
 
 
-def split(files: Sequence[DataFile], known: Mapping[str, str], leaving: frozenset[str],
+def split(files: Sequence[DataFile], known: Mapping[str, str], leaving: Leaving,
           read_sources: Callable[[str], set[str | None]]) -> Split:
-    """Sort the table's ``files`` by the leaving rows they hold; ``known``: our parts' one input file each."""
+    """Sort the table's ``files`` by the leaving rows they hold; ``known``: our parts' one input unit each."""
     whole, unsure = [], []
     for file in files:
         if file.path in known:
-            if known[file.path] in leaving:
+            if known[file.path] in leaving.units:
                 whole.append(file.path)
         elif leaving and file.may_hold(leaving):
             unsure.append(file.path)
     mixed = []
     for path, sources in zip(unsure, map_in_order(read_sources, unsure, threads=min(READ_THREADS, max(1, len(unsure))))):
-        held = sources & leaving
+        held = {source for source in sources if leaving.holds(source)}
         if held:
             (whole if held == sources else mixed).append(path)
     return Split(tuple(whole), tuple(mixed))
 
 
-def sources_of(output: Location, path: str) -> set[str | None]:
-    """The distinct source_file values of a data file (a file without the column: {None}, never leaving)."""
+def read_columns(output: Location, path: str, columns: Sequence[str] | None = None) -> pa.Table | None:
+    """``columns`` (None: all) of a table's data file, in their plain types; None when it lacks one of them."""
     where = output.join(path)
     with storage_errors(output.uri_of(where)), output.filesystem.open_input_file(where) as f:
         parquet = pq.ParquetFile(f)
-        if SOURCE not in parquet.schema_arrow.names:
-            return {None}
-        return set(pc.unique(parquet.read(columns=[SOURCE]).column(SOURCE)).to_pylist())
+        if columns is not None and not set(columns) <= set(parquet.schema_arrow.names):
+            return None
+        return plain_types(parquet.read(columns=None if columns is None else list(columns)))
 
 
-def rewrite_without(output: Location, path: str, leaving: frozenset[str], run_id: str) -> tuple[str, int]:
-    """Write the rows of ``path`` that do not leave as a new file beside it; (its name, its rows)."""
-    where = output.join(path)
-    with storage_errors(output.uri_of(where)):
-        table = pq.read_table(where, filesystem=output.filesystem)
-        staying = table.filter(pc.invert(pc.fill_null(pc.is_in(table.column(SOURCE), pa.array(sorted(leaving))), False)))
-        name = f"{REWRITTEN_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
+def sources_of(output: Location, path: str) -> set[str | None]:
+    """The distinct source_file values of a data file (a file without the column: {None}, never leaving)."""
+    table = read_columns(output, path, [SOURCE])
+    return {None} if table is None else set(pc.unique(table.column(SOURCE)).to_pylist())
+
+
+def sources_within(output: Location, files: Sequence[DataFile], ranges: Sequence[KeyRange]) -> set[str]:
+    """The source_file values in ``ranges`` that the table's ``files`` hold: the object keys it still has rows of."""
+    within = Leaving(ranges=tuple(ranges))
+    wanted = [file.path for file in files if within and file.may_hold(within)]
+    found: set[str] = set()
+    for sources in map_in_order(lambda path: sources_of(output, path), wanted, threads=min(READ_THREADS, max(1, len(wanted)))):
+        found |= {source for source in sources if within.holds(source)}
+    return found
+
+
+def rewrite_without(output: Location, path: str, leaving: Leaving, run_id: str, schema: pa.Schema) -> tuple[str, int]:
+    """Write the rows of ``path`` that do not leave as a new file beside it, in the table's ``schema`` (the parts'
+    types and field ids, whatever types its writer used); (its name, its rows)."""
+    table = read_columns(output, path)
+    staying = table.filter(pc.invert(leaving.mask(table.column(SOURCE))))
+    name = f"{REWRITTEN_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
+    if staying.schema.names == schema.names:
+        staying = staying.cast(schema)
+    with storage_errors(output.uri_of(output.join(name))):
         pq.write_table(staying, output.join(name), filesystem=output.filesystem)
     return name, staying.num_rows

@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import APP_ID, Applied, Commit, TableAt, TableState
-from job.output.formats.by_source import DataFile, rewrite_without, sources_of, split
+from job.output.formats import APP_ID, Applied, Commit, TableAt, TableState, gone_before_commit
+from job.output.formats import delta_rules
+from job.output.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, split
 from job.output.rows import SOURCE
 from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint
@@ -64,9 +65,24 @@ def require_ours(at: TableAt, schema, state: TableState | None) -> None:
                        "--output, run with the options that made it, or pass --overwrite to replace it")
 
 
+def require_writable(at: TableAt, removes: bool, leaving: Leaving, known: Mapping[str, str]) -> None:
+    """Refuse, before any work, a night the table's rules forbid (``delta_rules.require_writable``)."""
+    table = _open(at.output, at.endpoint_url)
+    if table is not None:
+        delta_rules.require_writable(table, at.output.uri, removes, bool(_reads_others(_data_files(_listed(table)), known,
+                                                                                       leaving)))
+
+
+def _reads_others(files: list[DataFile], known: Mapping[str, str], leaving: Leaving) -> list[str]:
+    """The data files not ours whose statistics leave room for leaving rows: those the night must read."""
+    return [file.path for file in files if file.path not in known and leaving and file.may_hold(leaving)]
+
+
 def _columns(schema) -> list[dict]:
-    """A Delta schema's columns: names, types, nullability (not their metadata, whose keys writers order as they like)."""
-    return [{key: value for key, value in field.items() if key != "metadata"} for field in json.loads(schema.to_json())["fields"]]
+    """A Delta schema's columns: names and types (not their metadata, whose keys writers order as they like, nor their
+    nullability: a NOT NULL the platform set is one of the table's rules, held to the night's rows by delta_rules)."""
+    return [{key: value for key, value in field.items() if key not in ("metadata", "nullable")}
+            for field in json.loads(schema.to_json())["fields"]]
 
 
 def commit(at: TableAt, change: Commit) -> Applied:
@@ -104,17 +120,20 @@ def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
     with _one_line(output.uri, f"the Delta commit failed; the table stays at version "
                                f"{'none' if table is None else table.version()}: run again with --resume"):
         if table is None:
-            adds = _adds(output, change.adds, change.known, now_ms)
+            adds = _adds(output, change.adds, change.bounds, now_ms)
             create_table_with_add_actions(uri, Schema.from_arrow(change.schema), adds, mode="error",
                                           configuration=_configuration(change.time_travel_days), storage_options=options,
                                           commit_properties=properties)
             return Applied(_open(output, endpoint_url).version(), number=number)
         if change.overwrite:  # delta-rs removes every current file itself: one version, the old table or the new
             removed = tuple(sorted(_listed(table).column("path").to_pylist()))
-            table.create_write_transaction(_adds(output, change.adds, change.known, now_ms), "overwrite", change.schema,
+            delta_rules.require_writable(table, output.uri, True, False)  # the table's rules as they are now
+            delta_rules.check_rows(table, output, sorted(change.adds), change.schema)
+            table.create_write_transaction(_adds(output, change.adds, change.bounds, now_ms), "overwrite", change.schema,
                                            commit_properties=properties)
             return Applied(_open(output, endpoint_url).version(), removed, number=number)
         actions, removed = _changes(table, output, change, now_ms)
+        delta_rules.check_rows(table, output, sorted(change.adds), change.schema)
         table.create_write_transaction(actions, "append", change.schema, commit_properties=properties)
     return Applied(_open(output, endpoint_url).version(), removed, number=number)
 
@@ -124,14 +143,25 @@ def _changes(table, output: Location, change: Commit, now_ms: int) -> tuple[list
     from deltalake.transaction import RemoveAction
 
     listed = _listed(table)
-    paths = listed.column("path").to_pylist()
-    files = [DataFile(path, low, high) for path, low, high in zip(paths, *(_stat(listed, kind) for kind in ("min", "max")))]
-    sizes = dict(zip(paths, listed.column("size_bytes").to_pylist()))
+    files = _data_files(listed)
+    sizes = dict(zip(listed.column("path").to_pylist(), listed.column("size_bytes").to_pylist()))
+    delta_rules.require_writable(table, output.uri, bool(change.leaving), bool(_reads_others(files, change.known, change.leaving)))
     taken = split(files, change.known, change.leaving, lambda path: sources_of(output, path))
-    rewritten = dict(rewrite_without(output, path, change.leaving, change.run_id) for path in taken.mixed)
-    adds = _adds(output, {**change.adds, **rewritten}, change.known, now_ms)
+    rewritten = dict(rewrite_without(output, path, change.leaving, change.run_id, change.schema) for path in taken.mixed)
+    adds = _adds(output, {**change.adds, **rewritten}, change.bounds, now_ms)
     removed = tuple(sorted([*taken.whole, *taken.mixed]))
     return [*adds, *(RemoveAction(name, True, now_ms, sizes.get(name)) for name in removed)], removed
+
+
+def data_files(at: TableAt) -> list[DataFile]:
+    """The data files of the table's latest version, with their source_file bounds (none: no table)."""
+    table = _open(at.output, at.endpoint_url)
+    return [] if table is None else _data_files(_listed(table))
+
+
+def _data_files(listed: pa.Table) -> list[DataFile]:
+    paths = listed.column("path").to_pylist()
+    return [DataFile(path, low, high) for path, low, high in zip(paths, *(_stat(listed, kind) for kind in ("min", "max")))]
 
 
 def _listed(table) -> pa.Table:
@@ -145,16 +175,20 @@ def _stat(listed: pa.Table, kind: str) -> list:
     return listed.column(column).to_pylist() if column in listed.column_names else [None] * listed.num_rows
 
 
-def _adds(output: Location, rows: Mapping[str, int], sources: Mapping[str, str], now_ms: int) -> list:
-    """An add action a file: its size, rows and, for a part of ours, its one source as the column's bounds."""
+def _adds(output: Location, rows: Mapping[str, int], bounds: Mapping[str, tuple[str, str]], now_ms: int) -> list:
+    """An add action a file: its size, rows and, for a part of ours, its sources' bounds (min and max)."""
     from deltalake.transaction import AddAction
 
     sizes = _sizes(output, list(rows))
+    missing = sorted(name for name in rows if name not in sizes)
+    if missing:
+        raise gone_before_commit(output.uri, len(missing), missing[0])
     actions = []
     for name, count in sorted(rows.items()):
         stats = {"numRecords": count}
-        if name in sources:
-            stats |= {"minValues": {SOURCE: sources[name]}, "maxValues": {SOURCE: sources[name]}, "nullCount": {SOURCE: 0}}
+        if name in bounds:
+            low, high = bounds[name]
+            stats |= {"minValues": {SOURCE: low}, "maxValues": {SOURCE: high}, "nullCount": {SOURCE: 0}}
         actions.append(AddAction(name, sizes[name], {}, now_ms, True, json.dumps(stats)))
     return actions
 

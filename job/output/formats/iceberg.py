@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -30,8 +30,10 @@ import pyarrow.fs as pafs
 
 from job.errors import JobError
 from job.output.formats import Applied, Commit, TableAt, TableState
-from job.output.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard, other_commit,
-                                               require_columns, require_same_columns, table_uri)
+from job.output.formats.by_source import DataFile, Leaving
+from job.output.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard,
+                                               listed_files, other_commit, require_columns, require_same_columns,
+                                               require_writable_table, table_uri)
 from storage import Location, StorageError, storage_errors
 from storage.conditional import create_exclusive, read_versioned, replace_if
 from storage.resolve import s3_endpoint
@@ -139,6 +141,21 @@ def one_line(uri: str, version: int | None) -> Iterator[None]:
 
 def current_version(at: TableAt) -> int | None:
     return latest_version(at.output)
+
+
+def require_writable(at: TableAt, removes: bool, leaving: Leaving, known: Mapping[str, str]) -> None:
+    """Before any work: a night that must rewrite a data file other writers deleted rows of through delete files is
+    refused (``iceberg_change.require_writable_table``). Iceberg has no CHECK constraints, and no column of ours can be
+    made required (Iceberg allows no optional column to become required)."""
+    if latest_version(at.output) is not None:
+        require_writable_table(static_table(at.output, at.endpoint_url), at.output, leaving, known)
+
+
+def data_files(at: TableAt) -> list[DataFile]:
+    """The data files of the table's latest version, with their source_file bounds (none: no table)."""
+    if latest_version(at.output) is None:
+        return []
+    return listed_files(static_table(at.output, at.endpoint_url), at.output)
 
 
 def static_table(output: Location, endpoint_url: str | None, version: int | None = None):

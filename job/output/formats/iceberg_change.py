@@ -53,7 +53,7 @@ def apply_change(tx, io, change: Commit, output: Location, number: int) -> Chang
         _use_schema(tx, change.schema)
     tx.set_properties(**{RUN_PROPERTY: str(number), **_metadata_properties(tx)})  # before the parts' statistics are read
     whole, mixed = _leaving_files(tx, before, change, output)
-    rewritten = dict(rewrite_without(output, name, change.leaving, change.run_id) for name in mixed)
+    rewritten = dict(rewrite_without(output, name, change.leaving, change.run_id, change.schema) for name in mixed)
     try:
         adds = _parts(tx, io, [f"{base}/{name}" for name in sorted({**change.adds, **rewritten})])
         out = [before[name] for name in (*whole, *mixed)]
@@ -88,8 +88,47 @@ def _leaving_files(tx, before: dict, change: Commit, output: Location) -> tuple[
         return sorted(before), []
     field_id = tx.table_metadata.schema().find_field(SOURCE).field_id
     files = [DataFile(name, *_bounds(f, field_id)) for name, f in before.items() if "://" not in name]
+    require_no_deletes(output.uri, _deleted_through(tx._scan(), table_uri(output)), files, change.known, change.leaving)
     taken = split(files, change.known, change.leaving, lambda name: sources_of(output, name))
     return list(taken.whole), list(taken.mixed)
+
+
+def require_no_deletes(where: str, deleted: set[str], files: list[DataFile], known, leaving) -> None:
+    """Refuse a night that must read a data file rows of which other writers deleted through delete files (Iceberg's
+    merge-on-read): the night reads and rewrites data files as they are, so those rows would come back."""
+    read = [file.path for file in files if file.path not in known and leaving and file.may_hold(leaving)]
+    touched = sorted(path for path in read if path in deleted)
+    if touched:
+        raise JobError(f"{where}: this night must take rows out of {touched[0]}, which other writers deleted rows of "
+                       "through delete files (merge-on-read); the job reads data files as they are, so those rows would "
+                       "come back: compact the table first (rewrite_data_files applies the deletes), or set "
+                       "write.delete.mode=copy-on-write for the writers that delete")
+
+
+def _deleted_through(scan, base: str) -> set[str]:
+    """The data files (by name relative to the table's location ``base``) that delete files apply to."""
+    return {name for name, task in _by_name({t.file.file_path: t for t in scan.plan_files()}, base).items()
+            if task.delete_files}
+
+
+def require_writable_table(table, output: Location, leaving, known) -> None:
+    """Before any work: refuse a night on the pyiceberg ``table`` that its delete files forbid (``require_no_deletes``)."""
+    if table.metadata.current_snapshot() is None or not leaving:
+        return
+    field_id = table.metadata.schema().find_field(SOURCE).field_id
+    tasks = _by_name({t.file.file_path: t for t in table.scan().plan_files()}, table_uri(output))
+    files = [DataFile(name, *_bounds(t.file, field_id)) for name, t in tasks.items() if "://" not in name]
+    require_no_deletes(output.uri, {name for name, t in tasks.items() if t.delete_files}, files, known, leaving)
+
+
+def listed_files(table, output: Location) -> list[DataFile]:
+    """The data files of a pyiceberg ``table``'s current snapshot that lie under the table's location ``output``,
+    with their source_file bounds."""
+    if table.metadata.current_snapshot() is None:
+        return []
+    field_id = table.metadata.schema().find_field(SOURCE).field_id
+    files = _by_name({task.file.file_path: task.file for task in table.scan().plan_files()}, table_uri(output))
+    return [DataFile(name, *_bounds(f, field_id)) for name, f in files.items() if "://" not in name]
 
 
 def _bounds(data_file, field_id: int) -> tuple[str | None, str | None]:

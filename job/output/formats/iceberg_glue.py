@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -29,8 +29,9 @@ import pyarrow as pa
 from job.errors import JobError
 from job.output.formats import Applied, Commit, TableAt, TableState
 from job.output.formats.iceberg import ATTEMPTS, TABLE_PROPERTIES, io_properties, one_line
-from job.output.formats.iceberg_change import (Changed, apply_change, committed_run, discard, other_commit,
-                                               require_columns, require_same_columns, table_uri)
+from job.output.formats.by_source import DataFile, Leaving
+from job.output.formats.iceberg_change import (Changed, apply_change, committed_run, discard, listed_files, other_commit,
+                                               require_columns, require_same_columns, require_writable_table, table_uri)
 from storage import StorageError
 
 METADATA_VERSION = re.compile(r"(\d+)-.*\.metadata\.json")  # pyiceberg's (and Iceberg Java's) metadata file names
@@ -118,6 +119,21 @@ def current_version(at: TableAt) -> int | None:
     with _glue_errors(at, "cannot be read"):
         table = _load(_catalog(at), at)
     return None if table in (None, GONE) else version_of(table)
+
+
+def require_writable(at: TableAt, removes: bool, leaving: Leaving, known: Mapping[str, str]) -> None:
+    """Before any work: as the embedded catalog's (``iceberg.require_writable``), on the table Glue names."""
+    with _glue_errors(at, "cannot be read"):
+        table = _load(_catalog(at), at)
+    if table not in (None, GONE):
+        require_writable_table(table, at.output, leaving, known)
+
+
+def data_files(at: TableAt) -> list[DataFile]:
+    """The data files of the Glue table's latest version, with their source_file bounds (none: no table)."""
+    with _glue_errors(at, "cannot be read"):
+        table = _load(_catalog(at), at)
+    return [] if table in (None, GONE) else listed_files(table, at.output)
 
 
 def version_of(table) -> int:
