@@ -14,7 +14,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from job.manifest import read_manifest
+from job.night.manifest import read_manifest
 from job.report import hardware, versions
 from storage import resolve
 

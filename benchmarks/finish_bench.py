@@ -78,9 +78,9 @@ class PeakMemory:
 def run_once(folder: str) -> dict:
     """One local run on ``folder`` in this process, with ``finish_job`` and its steps timed."""
     import job.driver
-    import job.finish
+    import job.night.finish
     from benchmarks.standin_model import install
-    from job.output.ids.id_index import IdIndex
+    from job.ids.index import IdIndex
     from runners import local_job
 
     install()
@@ -90,12 +90,12 @@ def run_once(folder: str) -> dict:
     def finish_measured(*args: object, **kwargs: object) -> object:
         with PeakMemory() as peak:
             memory.append(peak)
-            return job.finish.finish_job(*args, **kwargs)
+            return job.night.finish.finish_job(*args, **kwargs)
 
     job.driver.finish_job = timed(seconds, "finish", finish_measured)
     for step, name in (("verify", "verify"), ("commit", "commit_run"), ("manifest", "write_manifest"),
                        ("history", "copy_manifest"), ("tidy", "_tidy")):
-        setattr(job.finish, name, timed(seconds, step, getattr(job.finish, name)))
+        setattr(job.night.finish, name, timed(seconds, step, getattr(job.night.finish, name)))
     IdIndex.extended = timed(seconds, "index", IdIndex.extended)
     output = tempfile.mkdtemp(prefix="finish-bench-")
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """The GPU stage piece by piece, on synthetic 500x375 JPEGs held in memory (no I/O, no Ray).
 
-    python -m benchmarks.gpu_stage_bench                       # on a GPU: the figures for issue 13
+    python -m benchmarks.gpu_stage_bench                       # on a GPU: the GPU stage's figures in BENCHMARKS.md
     python -m benchmarks.gpu_stage_bench --batch 4 --seconds 0 # anywhere: a smoke run on the CPU device
 
 One JSON row per measurement in benchmarks/results/gpu_stage.jsonl:

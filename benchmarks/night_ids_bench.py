@@ -2,12 +2,12 @@
 
     python -m benchmarks.night_ids_bench --table-ids 10000000 --new-files 10 [--results FILE.jsonl]
 
-Writes a table's ids index (``job.output.ids.id_index.write_index``: one segment) of ``--table-ids`` synthetic
+Writes a table's ids index (``job.ids.index.write_index``: one segment) of ``--table-ids`` synthetic
 64-bit hashes over ``--table-files`` input files, and ``--new-files`` Parquet files of 1,000 new text ids
 each, under a temporary folder. Then, in a fresh process each time (``--repeats``), does what
 the driver does with them on such a night: read the index's footers, check the new ids against every
-kept part (``job.output.ids.incremental.check_new_ids``), hold the table's ids unique once the new parts are in
-(``job.output.verify.require_unique``: the final check, the new parts' ids being the new files', asked of the
+kept part (``job.night.new_ids.check_new_ids``), hold the table's ids unique once the new parts are in
+(``job.night.check.require_unique``: the final check, the new parts' ids being the new files', asked of the
 index for the kept parts), and write the index's next segment (``IdIndex.extended``). Prints the median seconds
 (with the final check and the next segment's share) and the largest peak memory (the process's resident set, as
 the kernel counts it, and how much of it the night added above the process's own after its imports).
@@ -31,11 +31,11 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import add_results_option, append_result
 from job.input.plan import InputFile, InputPlan
-from job.output.ids.id_index import IdIndex, write_index
+from job.ids.index import IdIndex, write_index
 from job.input.unique_ids import hashes_of
-from job.output.ids.incremental import check_new_ids
-from job.output.ids.hashes_by_file import HashesByFile
-from job.output.verify import require_unique
+from job.night.new_ids import check_new_ids
+from job.ids.hashes_by_file import HashesByFile
+from job.night.check import require_unique
 from storage import resolve
 
 INDEX = "_index/bench.ids"

@@ -4,8 +4,8 @@
                                             [--nights 30] [--out /tmp/table_commit_bench] [--results FILE.jsonl]
 
 Writes ``--parts`` tiny Parquet parts (two rows each, the id and error columns) under ``--out`` on
-the local disk and commits them as the table's first version (``job.output.commit.commit_run``,
-exactly what ``job.finish`` calls after the final check). Then ``--nights`` nights each write
+the local disk and commits them as the table's first version (``job.night.commit.commit_run``,
+exactly what ``job.night.finish`` calls after the final check). Then ``--nights`` nights each write
 ``--new`` parts and commit them with ``--removed`` of the table's parts removed, in one commit. It
 times each commit (file statistics, the commit itself and, for Delta, the log checkpoint every
 10 commits), so the 2nd night's commit and the last one's are compared: a log read from its
@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from benchmarks.common import add_results_option, append_result
 from job.config import JobConfig
 from job.input.data_files import FileIdentity
-from job.output.commit import commit_run
-from job.output.table import Snapshot, TableFile
+from job.night.commit import commit_run
+from job.night.record import Snapshot, TableFile
 from storage import resolve
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("error", pa.string())])

@@ -139,6 +139,10 @@ def _add_reruns(group: argparse._ArgumentGroup) -> None:
                             "modification time), delete the parts of files gone, keep the rest unread; the first run "
                             "into an empty --output runs everything. Each run's manifest stays in _history/")
     group.add_argument("--keep-removed", action="store_true", help="--incremental: keep the parts of input files that are gone")
+    group.add_argument("--rollout-files", type=positive_int(), metavar="N",
+                       help="--incremental with a new model (or other options) than the table's: score new and changed "
+                            "files with it and re-score N of the other files a night, oldest first, until the table is "
+                            "the new model's (one commit a night; the rows' model column says which made them)")
     group.add_argument("--resume", action="store_true",
                        help="finish an interrupted job on --output: keep its committed parts, run only the other input "
                             "files (a finished job: nothing to do)")

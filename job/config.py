@@ -67,9 +67,13 @@ class JobConfig:
     overwrite: bool = False  # replace what the output prefix holds (a finished or a partial job)
     resume: bool = False  # keep the parts an interrupted run committed on --output; run only the other input files
     # On a finished output: run only the input files added or changed since (by size and modification
-    # time), drop the parts of files gone, keep the rest unread (job.output.table). Implies --resume's keeping.
+    # time), drop the parts of files gone, keep the rest unread (job.night.record). Implies --resume's keeping.
     incremental: bool = False
     keep_removed: bool = False  # --incremental: keep the parts of input files that are gone (default: delete them)
+    # --incremental with other options (a new model) than some of the table's files were made with: score every new or
+    # changed file with these, and re-score at most this many of the others a night, oldest first (job.night.rollout);
+    # None: such a night is refused, naming this option and --overwrite.
+    rollout_files: int | None = None
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
     compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
     # The model (inference.describe_model resolves these once, on the driver, before any work).
@@ -85,7 +89,7 @@ class JobConfig:
     # pyarrow writes it only as Parquet's FLOAT16, which Spark 3.5/4 refuses and Delta/Iceberg have no type for.
     embedding_dtype: str = "float32"
     # parquet: the plain folder (readers glob its parts); delta / iceberg: the driver commits each run's parts as
-    # one table version (job.output.formats), so a reader sees last night's table or tonight's, never a mix.
+    # one table version (job.night.formats), so a reader sees last night's table or tonight's, never a mix.
     table_format: str = "parquet"
     # delta / iceberg: parts a run took out of the table (replaced or deleted input files) stay readable for
     # time travel this long, then a later run deletes them (Delta's default deletedFileRetentionDuration).
@@ -115,6 +119,10 @@ class JobConfig:
         _require(not (self.incremental and self.overwrite),
                  "--incremental keeps what the output holds and --overwrite replaces it; pass one of them")
         _require(not (self.incremental and self.limit), "--limit takes part of the input, --incremental all of it; pass one of them")
+        _require(self.rollout_files is None or self.rollout_files > 0,
+                 f"--rollout-files must be a positive number of files a night, got {self.rollout_files}")
+        _require(self.rollout_files is None or self.incremental or self.resume, "--rollout-files rolls a new model out "
+                 "night by night over a table --incremental keeps; add --incremental (or --resume, to finish a stopped night)")
         _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
                  "--incremental run; add --incremental")
         _require(self.arch in ARCHS, f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")

@@ -1,18 +1,21 @@
-"""The one ``main`` every engine runs: prepare, decide, let the engine work, verify, write the manifest.
+"""The one ``main`` every engine runs: prepare, plan the night, let the engine work, verify, write the manifest.
 
 An engine module builds its command with ``main, cli = commands(ENGINE)``. ``run_job`` prepares
 in a thread while the engine starts in this one (``engine.start``: a Ray session, a Spark
 session), so start-up is the two side by side; a run with nothing for the engine to do (a night
 with nothing new, a stopped night whose parts were all written) starts no engine:
 
-- ``job.prepare.prepare_job`` does everything that can fail before any work, and decides the
-  night once (``job.output.night``: what the run keeps, adopts, runs and removes).
+- ``job.prepare.prepare_job`` does everything that can fail before any work, and finds what the
+  output holds (``job.night.held``).
 - ``decide_job`` then fixes how the run computes, once, from the config, the described model,
   the engine's capabilities and the devices the started engine reports (``job.execution``: the
-  ``Execution`` carries the model to every worker), and checks that what the run keeps was made
-  the same way. The engine gets a frozen ``Job`` (``job.engine``): it reads it, never rewrites
-  it, runs ``job.pending`` and commits one part per input file through ``job.output.parts``.
-- ``job.finish.finish_job`` verifies the table, writes its ids index and the manifest last.
+  ``Execution`` carries the model to every worker), and what the night does with the output, once,
+  from the options that shape the rows (``job.night.plan.plan_night``: keep, adopt, score, re-score,
+  remove; a continued table's plan is made first for the devices it was made on, and is the plan when
+  the engine's give the same options). The engine gets a frozen ``Job`` (``job.engine``): it reads it,
+  never rewrites it, runs ``job.pending`` and commits one part per input file through ``job.output.parts``.
+- ``job.night.finish.finish_job`` reads the plan: verifies the table, commits it, writes its ids index
+  and the manifest last.
 The lease is renewed from prepare to the manifest and released after, whatever happened; a
 crashed process's lease stops being renewed and expires.
 """
@@ -27,15 +30,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 from inference.errors import WeightsError
-from job import prepare, progress, report
+from job import prepare, progress
 from job.cli import RESUME_HINT, config_from_args, run_main
 from job.config import JobConfig
 from job.errors import JobError, StoppedError
 from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, model_for, require_capable
-from job.finish import finish_job
-from job.manifest import MANIFEST
-from job.output import formats, prefix
+from job.night.begin import begin_night
+from job.night.finish import Ran, finish_job
+from job.night.plan import ROLLOUT, NightPlan, plan_night
+from job.night.manifest import MANIFEST
+from job.night.summary import print_summary
+from job.night import formats
 from job.output.parts import STAGING, Parts, output_options
 from job.output.rows import output_schema
 from job.prepare import PreparedJob
@@ -72,7 +78,8 @@ def cli(engine: Engine) -> int:
 
 
 def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started_at: float | None = None) -> dict:
-    """Prepare, decide, run ``engine.execute`` on the pending files (if any), finish; prints the summary, returns the manifest.
+    """Prepare, plan the night, run ``engine.execute`` on the pending files (if any), finish; prints the summary,
+    returns the manifest.
 
     ``started_at``: when the command started (the timeline's start-up counts from it); None: now.
     The output's lease, taken while preparing, is released once the manifest is written, or
@@ -84,32 +91,33 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
         describing = pool.submit(model_for, config)
         preparing = pool.submit(prepare.prepare_job, config, describing.result)
         with _released_at_the_end(preparing):
-            if _needs_no_engine(config, preparing):
-                return without_engine(preparing.result(), engine, started_at)
+            # A run that continues a table plans first on the devices its table was made on: a night with nothing to
+            # run starts no engine. A first run starts its engine while it prepares.
+            guess = _on_the_tables_devices(preparing, engine) if config.resume or config.incremental else None
+            if guess is not None and (guess[1].done or not guess[1].pending.files):
+                return without_engine(preparing.result(), *guess, engine, started_at)
             with engine.start(args) as session:
                 prepared = preparing.result()
-                job = decide_job(prepared, engine, session.devices())
+                job, night = decide_job(prepared, engine, session.devices(), guess[1] if guess else None)
+                begin(prepared, job, night)
                 with stopped_part_way():
                     run, seconds = _execute(engine, job, session, args)
             with stopped_part_way():
-                manifest = finish_job(prepared, job, engine, seconds, run, started_at)
-    report.print_summary(manifest)
+                manifest = finish_job(night, job, Ran(engine, run, seconds, started_at), prepared.held, prepared.lease)
+    print_summary(manifest)
     # The plan and the engine's records go before the manifest's dict is made in their memory: a million files' plan is
     # about 700 MB of the driver, and their table's entries as dicts another 330.
-    del prepared, job, run, preparing
+    del prepared, job, night, run, preparing, guess
     return manifest.to_dict()
 
 
-def _needs_no_engine(config: JobConfig, preparing: Future) -> bool:
-    """Whether a run that continues a table has no file with rows to run: then no engine is started for nothing.
-
-    Only --resume and --incremental wait for the plan to know it; a first run starts its engine
-    while it plans.
-    """
-    if not (config.resume or config.incremental):
-        return False
+def _on_the_tables_devices(preparing: Future, engine: Engine) -> tuple[Job, NightPlan] | None:
+    """The job and night decided for the devices the table's last run had (None: no finished table to continue)."""
     prepared = preparing.result()
-    return prepared.night.previous is not None and (prepared.night.done or not prepared.pending.files)
+    if not prepared.continues:
+        return None
+    recorded = prepared.held.finished.execution
+    return decide_job(prepared, engine, Devices(recorded.get("device", "cpu"), recorded.get("device_name")))
 
 
 def _execute(engine: Engine, job: Job, session: EngineSession, args: argparse.Namespace) -> tuple[EngineRun, float]:
@@ -122,62 +130,72 @@ def _execute(engine: Engine, job: Job, session: EngineSession, args: argparse.Na
     return run, time.perf_counter() - began
 
 
-def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices) -> Job:
-    """The run's ``Execution``, decided once; what the run keeps must have been made the same way."""
-    config, plan, night = prepared.config, prepared.plan, prepared.night
-    execution = decide(config, engine.capabilities, devices, images=prepared.pending.rows, model=prepared.model,
+def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices,
+               planned: NightPlan | None = None) -> tuple[Job, NightPlan]:
+    """The run's ``Execution`` and the night's plan, each decided once for ``devices``: the plan from the options the
+    execution gives the rows (``planned``, made for other devices, is the plan when those options are the same)."""
+    config, plan = prepared.config, prepared.plan
+    # The rows' options do not weigh the images (only --compile auto does): decided for the night's rows once known.
+    shaping = decide(config, engine.capabilities, devices, images=0, model=prepared.model, engine=engine.name)
+    options = output_options(config, plan, shaping)
+    night = planned if planned is not None and planned.options == options else plan_night(
+        config, plan, prepared.held, options, prepared.run_id)
+    execution = decide(config, engine.capabilities, devices, images=night.pending.rows, model=prepared.model,
                        engine=engine.name)
-    options = output_options(config, plan, execution)
-    prefix.require_same_options(prepared.output, night, options)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution), prepared.run_id, salt=prepared.salt, rerun=prepared.rerun,
+                  output_schema(execution), prepared.run_id, salt=night.salt, salts=night.salts,
                   in_table=config.table_format != "parquet")
-    previous = night.snapshot.state if night.snapshot is not None else None
+    return Job(config, execution, night.pending, parts, prepared.run_id), night
+
+
+def begin(prepared: PreparedJob, job: Job, night: NightPlan) -> None:
+    """Before any work: the table must be ours and allow the night (its rules, its writer features); then what the plan
+    asks of the output (``begin_night``), and what runs, in two lines."""
+    config = prepared.config
     at = formats.TableAt.of(prepared.output, config)
     if not config.overwrite:  # an --overwrite's one new version may change the columns, and recreates a lost log
-        formats.require_table(at, config.table_format, previous, parts.table_schema)
-    known = {entry.part: name for name, entry in night.snapshot.files.items()} if night.snapshot is not None else {}
-    formats.require_writable(at, config.table_format, bool(night.leaving) or night.overwrite, night.leaving, known)
+        previous = night.snapshot.state if night.snapshot is not None else None
+        formats.require_table(at, config.table_format, previous, job.parts.table_schema)
+    formats.require_writable(at, config.table_format, bool(night.leaving) or night.overwrite, night.leaving, night.known)
+    begin_night(night, prepared.held, config, job.parts.table_schema)
     if night.done:
         print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
     else:
-        _say_what_runs(prepared, execution)
-    return Job(config, execution, prepared.pending, parts, prepared.run_id)
+        _say_what_runs(config, night, job.execution)
 
 
-def without_engine(prepared: PreparedJob, engine: Engine, started_at: float) -> dict:
-    """A continued table with no file to run (or --resume on a whole one): no engine. What the night changes is committed; else nothing is written.
-
-    The options must still be the table's: decided for the devices the table's last run had.
-    """
-    night = prepared.night
-    recorded = night.previous.execution
-    job = decide_job(prepared, engine, Devices(recorded.get("device", "cpu"), recorded.get("device_name")))
+def without_engine(prepared: PreparedJob, job: Job, night: NightPlan, engine: Engine, started_at: float) -> dict:
+    """A continued table with no file to run (or --resume on a whole one): no engine. What the night changes is
+    committed; else nothing is written. The plan was made for the devices the table's last run had."""
+    begin(prepared, job, night)
     if night.done:
         return night.previous.to_dict()
-    if night.changes_table or prepared.to_write.files:
+    if night.changes_table or night.to_write.files:
         with stopped_part_way():
-            manifest = finish_job(prepared, job, engine, 0.0, EngineRun(settings={}), started_at)
-        report.print_summary(manifest)
+            manifest = finish_job(night, job, Ran(engine, EngineRun(settings={}), 0.0, started_at), prepared.held,
+                                  prepared.lease)
+        print_summary(manifest)
         return manifest.to_dict()
     print(f"--incremental: nothing new in {prepared.config.input} since run {night.previous.run_id} "
           f"({len(prepared.plan.files)} files unchanged); the table stays as it is", file=sys.stderr)
     return night.previous.to_dict()
 
 
-def _say_what_runs(prepared: PreparedJob, execution: Execution) -> None:
-    config, plan, night = prepared.config, prepared.plan, prepared.night
+def _say_what_runs(config: JobConfig, night: NightPlan, execution: Execution) -> None:
+    plan = night.input
     print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} {plan.unit}), weights: {config.weights} "
           f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
           f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume or config.incremental:
-        running = len(prepared.to_write.files)
+        running = len(night.to_write.files)
+        rescoring = sum(reason == ROLLOUT for reason in night.why.values())
+        rolled = f" ({rescoring} re-scored: --rollout-files)" if rescoring else ""
         removed = f", removing the parts of {len(night.removed)} {plan.unit} replaced or gone" if night.removed else ""
         if night.leaving:  # a table's rows leave by their source, wherever other writers moved them
             removed = f", taking the rows of {len(night.leaving.units)} {plan.unit} replaced or gone out of the table"
         flag = "--incremental" if config.incremental else "--resume"
-        print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{removed}",
-              file=sys.stderr)
+        print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{rolled}"
+              f"{removed}", file=sys.stderr)
 
 
 def _model_line(execution: Execution) -> str:

@@ -1,6 +1,6 @@
 """Where a job's wall time went: start-up, steady rate, and how busy the model's device was.
 
-Every engine reports the same three figures in its manifest (``job.manifest.Timeline``):
+Every engine reports the same three figures in its manifest (``job.night.manifest.Timeline``):
 - ``startup_seconds``: from the command's start to the first model batch done: imports,
   planning, engine start, model load, first batch. A command starts when the
   interpreter first imports our code (``COMMAND_STARTED_AT``): not the process's fork, which
@@ -25,13 +25,13 @@ bursts); SageMaker's finest event is a shard's ``.out`` object.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from job.manifest import Timeline
 
 DEVICE_SECONDS = "device_seconds"  # float64 column on output rows: the model call's time / its rows
 MODEL_DONE_AT = "model_done_at"  # float64 column on output rows: when their model call returned (time.time())
@@ -40,6 +40,18 @@ STEADY_FROM, STEADY_TO = 0.10, 0.90
 # so the window's ends are each uncertain by about one batch per predictor: 4 batches each keep
 # that error near 25% at worst; 8 at least, whatever the predictors.
 STEADY_MIN_EVENTS, STEADY_EVENTS_PER_PREDICTOR = 8, 4
+
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Where the wall time went; None where the engine could not see it."""
+
+    startup_seconds: float | None  # command start -> the first model batch done (SageMaker: the first shard's .out)
+    steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
+    device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
+    wall_seconds: float  # process start -> the manifest: everything the command took
+    events: int | None = None  # progress events the figures come from (model batches, shards); None: not recorded
 
 
 def with_model_time(table: pa.Table, seconds: float) -> pa.Table:

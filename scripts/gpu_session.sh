@@ -45,7 +45,7 @@ case "$PART" in
 tests)
   timeout 300 python -m pytest -p no:logging -p no:cacheprovider -q -m gpu tests/gpu -rs 2>&1 | tee "$OUT/gpu-tests.txt" || true
   timeout 150 python -m benchmarks.gpu_stage_bench --batch 256 --seconds 5 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
-  # Issue 14: raw input (the reference benchmark's 256x256x3 format), whole job and steady state, and the pipeline meter.
+  # Raw input (the reference benchmark's 256x256x3 format), whole job and steady state, and the pipeline meter.
   python -m runners.make_dataset --output /tmp/gpu-raw --images 16384 --format raw --rows-per-file 256
   timeout 120 python -m runners.compare --engines ray --input /tmp/gpu-raw --weights random \
     --report "$OUT/compare-raw" --append-results benchmarks/results/compare.jsonl --note "lent GPU, raw 16384" || true

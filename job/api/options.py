@@ -34,7 +34,7 @@ from preprocess.routing import DECODE_MODES
 from storage import StorageError
 
 # What a run over an input prefix into an output table decides, and a call inside a pipeline does not have.
-PREFIX_ONLY = ("input", "output", "limit", "skip_id_check", "overwrite", "resume", "incremental", "keep_removed",
+PREFIX_ONLY = ("input", "output", "limit", "skip_id_check", "overwrite", "resume", "incremental", "keep_removed", "rollout_files",
                "objects_per_part", "table_format", "time_travel_days", "iceberg_catalog", "iceberg_table")
 API_OPTIONS = tuple(f.name for f in dataclasses.fields(JobConfig) if f.name not in PREFIX_ONLY)
 TUPLES = ("raw_shape", "mean", "std")  # given as lists too (a JSON config, a notebook); JobConfig holds tuples

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from job.input.data_files import FileIdentity, Listing, input_relpath
-from job.input.unique_ids import id_hashes, ids_digest
+from job.ids.hashing import id_hashes, ids_digest
 from storage import Location
 from storage.odd_keys import read_bytes
 

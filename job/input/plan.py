@@ -42,7 +42,7 @@ class InputFile:
     # A group of image objects (job.input.objects): (path, size) of each, read in this order; None: a Parquet file.
     members: tuple[tuple[str, int], ...] | None = None
     # Of a group: objects left out because another writer deleted their rows from the table (key, size, mtime_ns,
-    # ctime_ns each; job.output.deleted_objects); the table's snapshot records them, and they stay out while unchanged.
+    # ctime_ns each; job.night.deleted_objects); the table's snapshot records them, and they stay out while unchanged.
     withheld: tuple[tuple[str, int, int | None, int | None], ...] = ()
 
 

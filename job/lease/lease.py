@@ -17,7 +17,7 @@ from the version its writer read (S3 ``If-Match``), so of two runs racing, exact
 write of ours whose answer was lost still counts as ours: the lease names its run.
 A crashed run stops renewing. Where its holder is provably dead (``LeaseOwner.gone``: same host,
 boot and pid namespace as this process, and its pid gone or reused), any run takes its lease over
-at once; the output prefix's own rules (``job.output.prefix``: a partial output needs ``--resume``) still
+at once; the output prefix's own rules (``job.night.held``: a partial output needs ``--resume``) still
 apply after. Otherwise a second run is refused in one line naming the holder, when its lease
 expires and what to do; once it expired, ``--resume`` or ``--overwrite`` (``take_over_expired``)
 replaces it. Expiry is wall-clock time: hosts' clocks must agree to well within the TTL (NTP

@@ -1,1 +1,1 @@
-"""What is written: output rows, the parts workers commit, the output prefix and its table, the final check."""
+"""What workers write: the output rows of every engine, and the parts they commit one per input file."""

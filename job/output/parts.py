@@ -7,7 +7,7 @@ part visible whole or not at all: locally a temporary file under ``_staging/`` r
 place (atomic within a filesystem); on S3 one PUT of the finished bytes (an object appears
 only once its upload completes; S3 has no rename). Each footer records the input file, its
 rows, the input file's identity (size, modification time) and the job's options, which
-``--resume`` checks (``job.output.prefix``): a part of a replaced input file is redone.
+``--resume`` checks (``job.night.held``): a part of a replaced input file is redone.
 
 ``PartCollector`` is for rows of several files arriving interleaved and maybe twice (the Ray
 driver's stream, a Spark task's partition): every row carries its input file index and its
@@ -25,8 +25,8 @@ import json
 import posixpath
 import re
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
@@ -115,8 +115,9 @@ class Parts:
     schema: pa.Schema  # job.output.rows.output_schema(): the rows an engine hands over are cast to it
     run_id: str = ""  # the run writing them: each row's run_id
     salt: str = ""  # part names' salt (``part_name``): the run id of an --overwrite of a table
-    # Input files (paths) whose parts are salted by the run id: unchanged files run again for rows that timed out.
-    rerun: frozenset[str] = frozenset()
+    # Input files (paths) whose parts take another salt (job.night.plan): unchanged files run again, for rows that
+    # timed out (the run's id) or a rollout (the key of the run's options).
+    salts: Mapping[str, str] = field(default_factory=dict)
     in_table: bool = False  # a Delta or Iceberg table's part: the embedding a plain list (``rows.stored_schema``)
 
     @property
@@ -125,7 +126,7 @@ class Parts:
         return stored_schema(self.schema, self.in_table)
 
     def name(self, file: InputFile) -> str:
-        return file_part_name(self.input_root, file, self.run_id if file.path in self.rerun else self.salt)
+        return file_part_name(self.input_root, file, self.salts.get(file.path, self.salt))
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""

@@ -123,7 +123,7 @@ def plain_types(table: pa.Table) -> pa.Table:
     DELETE that rewrites a compacted file), pyiceberg ``large_string`` and ``large_list``, a writer may
     dictionary-encode, Arrow's view types of lists. Compute kernels such as ``pc.is_in`` have none for some of them,
     and a file written back from them must hold the table's types, so the one place a table file is read
-    (``job.output.formats.by_source``) turns them into ``string``, ``binary`` and ``list`` here.
+    (``job.night.formats.by_source``) turns them into ``string``, ``binary`` and ``list`` here.
     """
     columns = [_plain_column(column, plain_type(column.type)) for column in table.columns]
     fields = [field.with_type(column.type) for field, column in zip(table.schema, columns)]

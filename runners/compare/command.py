@@ -49,7 +49,7 @@ from job.cli import config_from_args, config_to_argv, get_args_parser, run_main
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, decide, model_for, this_machine
-from job.manifest import MANIFEST, Manifest, read_manifest
+from job.night.manifest import MANIFEST, Manifest, read_manifest
 from job.input.plan import InputPlan, read_file
 from job.prepare import plan_input
 from job.stages import image_cells

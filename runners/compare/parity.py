@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.manifest import read_manifest
+from job.night.manifest import read_manifest
 from job.output.rows import EMBEDDING, SOURCE
 from storage import resolve, storage_errors
 

@@ -14,7 +14,7 @@ import shlex
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from job.manifest import Manifest
+from job.night.manifest import Manifest
 from runners.compare.prices import Price, dollars_per_million_images
 
 RESULTS_JSON, RESULTS_MD, CHART_PNG = "results.json", "results.md", "chart.png"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from job.manifest import Counts, InputFiles, Manifest, Timeline
+from job.night.manifest import Counts, InputFiles, Manifest
+from job.timeline import Timeline
 from job.output.parts import STAGING, Parts, output_options
 from job.config import JobConfig
 from job.output.rows import error_table, output_schema

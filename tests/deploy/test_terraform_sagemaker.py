@@ -17,7 +17,7 @@ import pytest
 import deploy_iam
 from deploy_helpers import expand, script_command, tf_default
 from job.lease.lease import LEASE_NAME
-from job.manifest import MANIFEST
+from job.night.manifest import MANIFEST
 from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING
 from runners.sagemaker import aws, container
 from runners.sagemaker_job import ENGINE, child, staging_location

@@ -8,7 +8,7 @@ The checkpoint (written here) has its residual branches off (every bottleneck's 
 torchvision's ``zero_init_residual``): the signal passes conv1 and the 4 projection convs, then the
 classifier; 6 roundings adding in quadrature give sqrt(6) u ~ 2.5 u, so ``ERROR_ULPS = 3``. A random
 full-depth trunk maps every image to nearly one feature vector (cosine 0.9995), so any classifier
-separating them cancels huge terms and no precision keeps a margin: the near ties issue 13 saw.
+separating them cancels huge terms and no precision keeps a margin: near ties, seen on an H100.
 The classifier is the pseudo-inverse of the 16 images' features: image i's logit i is TOP_LOGIT,
 the others 0. A logit's rounding error is bounded the classic way for a dot product,
 ERROR_ULPS u sum_k |w_jk f_ik|; softmax moves a probability by at most twice the largest logit error.

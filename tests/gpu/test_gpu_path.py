@@ -25,7 +25,7 @@ from tests.gpu.conftest import logit_error_bound
 CUDA = torch.device("cuda", 0)
 DECODERS = ["nvjpeg", pytest.param("nvimgcodec", marks=pytest.mark.skipif(not nvimgcodec_available(), reason="nvImageCodec not installed"))]
 # nvJPEG's IDCT and chroma upsampling against libjpeg-turbo's, plus the batched resize's box
-# sampling against Pillow's triangle filter: issue 13 measured 2.2 levels mean on an H100.
+# sampling against Pillow's triangle filter: 2.2 levels mean, measured on an H100 (2026-11).
 DEVICE_PIXEL_MEAN_BOUND = 3.0
 
 pytestmark = pytest.mark.gpu

@@ -1,7 +1,7 @@
 """Bad nights: scenarios the local-engine and the Ray tests run the same way, each ending in a table
 that equals a fresh full run over the input as it is then.
 
-A night's plan is one computation (``job.output.night``), so each of these is an input to it: files
+A night's plan is one computation (``job.night.plan``), so each of these is an input to it: files
 without rows, a night stopped before its manifest, a part deleted by hand.
 """
 
@@ -190,7 +190,7 @@ class Killed(Exception):
 
 def kill_at(patch, step: str) -> None:
     """Make the next night die at ``step`` (one of KILL_STEPS)."""
-    from job import finish
+    from job.night import finish
     from job.output.parts import Parts
 
     def die(*args, **kwargs):

@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.cli import run_main
-from job.output.ids.id_index import index_files
+from job.ids.index import index_files
 from job.lease.lease import LEASE_NAME, LeaseOwner, LeaseRecord
 from job.sample.synthetic import synthetic_rows, write_dataset
 from storage import Location, resolve

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from job.output.ids.id_index import IdIndex, index_files
+from job.ids.index import IdIndex, index_files
 from job.sample.synthetic import synthetic_rows
 from storage import resolve
 from tests.common.contract import read_output
@@ -80,7 +80,7 @@ def manifest_of(uri: str, endpoint: str | None) -> dict:
 
 
 def a_replaced_input_file_is_redone_on_resume(main: Main, root: str, endpoint: str | None, *engine_args: str) -> None:
-    """Issue 18.1: a part is kept by --resume only if its input file is the same file (size, modification time)."""
+    """A part is kept by --resume only if its input file is the same file (size, modification time)."""
     source, out = f"{root}/in", f"{root}/out"
     stale = write_night(source, endpoint, 0, 2)[ROWS_PER_FILE:]  # part-00001's first ids
     main(job_args(source, out, endpoint, *engine_args))

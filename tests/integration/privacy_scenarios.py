@@ -58,7 +58,7 @@ def iceberg_writer(out: str, endpoint: str | None, write: Callable) -> None:
     version, published as a Hadoop catalog publishes (the next ``v<N>.metadata.json``, then the hint)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from job.output.formats.iceberg import io_properties, latest_version, table_uri
+    from job.night.formats.iceberg import io_properties, latest_version, table_uri
 
     location = resolve(out, endpoint)
     version = latest_version(location)
@@ -183,7 +183,7 @@ def an_iceberg_night_with_another_writer_during_it(main: Main, root: str, endpoi
     """Another writer commits to the Iceberg table while a night runs (before its commit): the night's commit is applied
     on their version; every id once (less the row they deleted, plus the row they appended); a night after changes
     nothing."""
-    from job import finish
+    from job.night import finish
     from tests.integration.incremental_scenarios import delete
     from tests.integration.shared_table_scenarios import APPENDED, DELETED
 

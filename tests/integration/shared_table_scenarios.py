@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from job import finish
+from job.night import finish
 from tests.integration.checks_scenarios import job_args
 from tests.integration.incremental_scenarios import delete, write_night
 from tests.integration.table_scenarios import delta_options, read_delta

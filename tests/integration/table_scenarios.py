@@ -35,7 +35,7 @@ def predictions(table: pa.Table | list[dict]) -> dict[str, tuple]:
 
 
 def read_iceberg(out: str, endpoint: str | None) -> pa.Table:
-    from job.output.formats.iceberg import static_table
+    from job.night.formats.iceberg import static_table
 
     return static_table(resolve(out, endpoint), endpoint).scan().to_arrow()
 

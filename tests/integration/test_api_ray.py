@@ -11,7 +11,8 @@ from ray.data.expressions import col
 
 from job.errors import JobError
 from runners import ray_job
-from runners.ray.api import classify
+from runners.ray.api import classify, fit_to_cluster
+from runners.ray.cluster import Scaling
 from tests.common.api_rows import assert_same_rows
 from tests.common.contract import read_output
 from tests.common.datasets import write_mixed
@@ -59,3 +60,13 @@ def test_a_bad_call_is_one_line_naming_the_argument_before_any_work():
         classify(images, weights="random", num_cpu_actors=0)
     with pytest.raises(JobError, match="^input='x': not an option of classify"):
         classify(images, input="x")
+
+
+def test_the_ray_calls_actors_leave_the_pipeline_a_cpu():
+    laptop = Scaling(gpus=0, classify_actors=1, preprocess_actors=1, preprocess_initial=1, batch_size=32)
+    assert fit_to_cluster(laptop, cpus=2).actor_cpus == 0.5  # the decoder and the model share one, read/write get one
+    assert fit_to_cluster(laptop, cpus=3).actor_cpus == 1.0
+    asked = Scaling(gpus=0, classify_actors=1, preprocess_actors=4, preprocess_initial=4, batch_size=32)
+    assert fit_to_cluster(asked, cpus=4).actor_cpus == 0.6
+    with pytest.raises(JobError, match=r"^classify: the Ray cluster has 1 CPU; .*: start Ray with more, e.g. ray.init\(num_cpus=2\)$"):
+        fit_to_cluster(laptop, cpus=1)

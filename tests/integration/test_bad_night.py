@@ -1,4 +1,4 @@
-"""Bad nights on the local engine, on a local path and on S3: where they are decided (job.output.night), whatever
+"""Bad nights on the local engine, on a local path and on S3: where they are decided (job.night.plan), whatever
 engine runs the night; tests/integration/test_incremental_ray.py runs one of them (empty files) on Ray."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import threading
 
 import pyarrow as pa
 
-from job.output.formats import iceberg
+from job.night.formats import iceberg
 from runners import local_job
 from storage import resolve
 from tests.integration.checks_scenarios import job_args

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import JobError
-from job.output.formats import Commit, TableAt, TableState, iceberg
-from job.output.formats.by_source import Leaving
-from job.output.formats.iceberg_change import RUN_PROPERTY
+from job.night.formats import Commit, TableAt, TableState, iceberg
+from job.night.formats.by_source import Leaving
+from job.night.formats.iceberg_change import RUN_PROPERTY
 from job.output.rows import SOURCE, stored_schema
 from storage import resolve
 
@@ -211,7 +211,7 @@ def test_a_glue_commit_is_applied_once_a_run_and_another_writers_glue_commit_mea
         s3_bucket, s3_env, monkeypatch):
     import boto3
 
-    from job.output.formats import iceberg_glue
+    from job.night.formats import iceberg_glue
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)
     database = s3_bucket.replace("-", "_")  # moto's Glue lives as long as the session's server: a database per test
@@ -249,7 +249,7 @@ def test_the_parts_field_ids_are_those_iceberg_gives_a_new_table_of_their_column
     from pyiceberg.io.pyarrow import pyarrow_to_schema
     from pyiceberg.schema import index_name_by_id
 
-    from job.output.formats.iceberg_change import iceberg_schema
+    from job.night.formats.iceberg_change import iceberg_schema
     from job.output.rows import ERROR_FIELD, ID_FIELD, PREDICTION_FIELDS, embedding_field
 
     columns = pa.schema([ID_FIELD, *PREDICTION_FIELDS, embedding_field("float32", 4), ERROR_FIELD])

@@ -121,7 +121,7 @@ def test_a_table_whose_index_has_the_earlier_layout_goes_on_and_its_next_index_i
     import numpy as np
     import pyarrow as pa
 
-    from job.output.ids.id_index import IdIndex, index_files
+    from job.ids.index import IdIndex, index_files
 
     source, out = str(tmp_path / "in"), str(tmp_path / "out")
     write_night(source, None, 0, 2)

@@ -1,8 +1,8 @@
 """Nights on Ray, one Ray for the module: --incremental over a growing input (Parquet files, and image objects
 on the S3 server) keeps the table equal to a fresh full run; bad nights end in the fresh run's table.
 
-What a night keeps, redoes and commits is decided on the driver whatever the engine (``job.output.night``,
-``job.output.commit``); the engine only runs the files it is given. So the scenarios whose outcome is the driver's
+What a night keeps, redoes and commits is decided on the driver whatever the engine (``job.night.plan``,
+``job.night.commit``); the engine only runs the files it is given. So the scenarios whose outcome is the driver's
 run here only where an engine's part of them differs: a replaced file redone on --resume runs on Spark and SageMaker
 (test_incremental_spark.py, test_incremental_sagemaker.py), Delta and Iceberg tables on the local engine and Spark
 (test_tables.py, test_incremental_spark.py)."""
@@ -16,6 +16,7 @@ from tests.integration import bad_night_scenarios as bad_nights
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
 from tests.integration import privacy_scenarios as privacy
+from tests.integration import rollout_scenarios as rollout
 from tests.integration import shared_table_scenarios as shared
 
 pytestmark = pytest.mark.usefixtures("local_ray")
@@ -26,9 +27,9 @@ def test_nightly_runs_equal_a_fresh_full_run(tmp_path):
 
 
 def test_empty_files_are_files_of_the_table(tmp_path):
-    """Bad nights are decided on the driver (job.output.night) and run on the local engine, local and S3
+    """Bad nights are decided on the driver (job.night.plan) and run on the local engine, local and S3
     (tests/integration/test_bad_night.py); this one runs on Ray too: nights whose files without rows get their parts
-    from the driver (job.finish), never from the engine, beside the files Ray runs."""
+    from the driver (job.night.finish), never from the engine, beside the files Ray runs."""
     bad_nights.empty_files_are_files_of_the_table(ray_job.main, str(tmp_path), None)
 
 
@@ -55,3 +56,7 @@ def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_ray(tmp_path):
 
 def test_iceberg_nights_on_ray_after_a_compaction_and_a_delete(tmp_path):
     privacy.a_delete_after_a_compaction_then_a_changed_file(ray_job.main, str(tmp_path), None, "iceberg")
+
+
+def test_a_new_model_rolled_out_night_by_night_on_ray(tmp_path):
+    rollout.a_rollout_night_by_night(ray_job.main, str(tmp_path), None, "delta", 8)

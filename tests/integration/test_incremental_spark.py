@@ -10,6 +10,7 @@ from tests.common.spark import local_spark
 from tests.integration import incremental_scenarios as scenarios
 from tests.integration import object_scenarios as objects
 from tests.integration import privacy_scenarios as privacy
+from tests.integration import rollout_scenarios as rollout
 from tests.integration import shared_table_scenarios as shared
 from tests.integration import table_scenarios as tables
 
@@ -52,3 +53,7 @@ def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_spark(s3_bucke
 
 def test_iceberg_nights_on_spark_after_a_compaction_and_a_delete(s3_bucket, s3_env):
     privacy.a_delete_after_a_compaction_then_a_changed_file(spark_job.main, f"s3://{s3_bucket}", s3_env, "iceberg")
+
+
+def test_a_new_model_rolled_out_night_by_night_on_spark(s3_bucket, s3_env):
+    rollout.a_rollout_night_by_night(spark_job.main, f"s3://{s3_bucket}", s3_env, "iceberg", 12)

@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.lease.lease import LEASE_NAME
-from job.manifest import MANIFEST
+from job.night.manifest import MANIFEST
 from job.output.parts import STAGING, read_part_record
-from job.output.prefix import list_parts
+from job.night.held import list_parts
 from runners import make_dataset, ray_job, spark_job
 from job.cli import run_main
 from storage import resolve

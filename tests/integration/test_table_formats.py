@@ -12,11 +12,11 @@ import pytest
 from job.config import JobConfig
 from job.errors import JobError
 from job.input.data_files import FileIdentity
-from job.output.commit import TableChange, commit_run
-from job.output.formats import TableAt, TableState, format_module
-from job.output.formats.by_source import Leaving
+from job.night.commit import TableChange, commit_run
+from job.night.formats import TableAt, TableState, format_module
+from job.night.formats.by_source import Leaving
 from job.output.parts import part_name
-from job.output.table import Snapshot, TableFile
+from job.night.record import Snapshot, TableFile
 from storage import resolve
 from tests.integration.table_scenarios import read_delta
 
@@ -86,7 +86,7 @@ def test_a_run_is_one_version_committed_once_and_its_removed_parts_wait_for_time
         later = snapshot(["a", "b2", "d"], 3, night.version)
         commit_run(output, JobConfig(input="/nowhere/in", output=out, table_format=table_format, time_travel_days=0),
                    later, change({**table, "e.parquet": 2}), SCHEMA, "run-4")
-        from job.output.formats.iceberg import static_table
+        from job.night.formats.iceberg import static_table
 
         assert len(static_table(output, None).metadata.snapshots) == 1
 
@@ -142,7 +142,7 @@ def test_a_glue_commit_is_applied_once_a_run_and_a_stale_writer_loses_instead_of
     import boto3
     from pyiceberg.exceptions import CommitFailedException
 
-    from job.output.formats.iceberg_glue import _catalog
+    from job.night.formats.iceberg_glue import _catalog
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", s3_env)
     database = s3_bucket.replace("-", "_")  # moto's Glue lives as long as the session's server: a database per test
@@ -170,7 +170,7 @@ def test_a_delta_commit_that_conflicts_with_another_writers_reads_the_new_versio
     compaction removed the same parts), so the night reads the compaction's version and takes b's rows out of it."""
     from deltalake import DeltaTable
 
-    from job.output.formats import delta
+    from job.night.formats import delta
 
     out = str(tmp_path)
     write_parts(out, "a", "b", "c")

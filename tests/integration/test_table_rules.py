@@ -16,7 +16,7 @@ import time
 import pytest
 from deltalake import DeltaTable, TableFeatures
 
-from job import finish
+from job.night import finish
 from job.cli import run_main
 from runners import local_job
 from tests.integration.checks_scenarios import job_args

@@ -9,7 +9,7 @@ import time
 import pytest
 from deltalake import DeltaTable
 
-from job import finish
+from job.night import finish
 from runners import local_job
 from tests.common.contract import read_output
 from tests.integration.checks_scenarios import job_args, refused

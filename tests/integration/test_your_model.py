@@ -27,7 +27,7 @@ import torch
 
 from inference.labels import names_sha256
 from job.cli import run_main
-from job.manifest import MANIFEST
+from job.night.manifest import MANIFEST
 from job.output.parts import read_part_record
 from preprocess.recipe import IMAGENET_RECIPE
 from runners import local_job

@@ -14,8 +14,6 @@ from job.api.columns import BINARY, IMAGE_STRUCT, LIST, TENSOR, kind_of, stage_r
 from job.api.options import in_python_words
 from job.api.rows import chunks, ids_of, input_columns, unique_ids
 from job.errors import DataError, JobError
-from runners.ray.api import fit_to_cluster
-from runners.ray.cluster import Scaling
 
 
 def test_options_are_the_commands_with_its_defaults_and_checks_in_python_words():
@@ -72,13 +70,3 @@ def test_rows_give_their_ids_as_strings_and_a_null_id_is_one_line():
         ids_of(pa.table({"id": ["x", None]}), "id", unique_ids)
     assert input_columns(records.column_names, "image", "id") == ["image", "id"]
     assert [chunk.num_rows for chunk in chunks(records, 2)] == [2, 1]
-
-
-def test_the_ray_calls_actors_leave_the_pipeline_a_cpu():
-    laptop = Scaling(gpus=0, classify_actors=1, preprocess_actors=1, preprocess_initial=1, batch_size=32)
-    assert fit_to_cluster(laptop, cpus=2).actor_cpus == 0.5  # the decoder and the model share one, read/write get one
-    assert fit_to_cluster(laptop, cpus=3).actor_cpus == 1.0
-    asked = Scaling(gpus=0, classify_actors=1, preprocess_actors=4, preprocess_initial=4, batch_size=32)
-    assert fit_to_cluster(asked, cpus=4).actor_cpus == 0.6
-    with pytest.raises(JobError, match=r"^classify: the Ray cluster has 1 CPU; .*: start Ray with more, e.g. ray.init\(num_cpus=2\)$"):
-        fit_to_cluster(laptop, cpus=1)

@@ -1,5 +1,5 @@
 """Rows leaving a shared table by their lineage: input files by name, object groups by the key range they held, in
-whatever types the table's other writers wrote (job.output.formats.by_source)."""
+whatever types the table's other writers wrote (job.night.formats.by_source)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import JobError
-from job.output.formats.iceberg_change import require_no_deletes
-from job.output.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, sources_within, split
+from job.night.formats.iceberg_change import require_no_deletes
+from job.night.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, sources_within, split
 from job.output.rows import SOURCE
 from storage import resolve
 

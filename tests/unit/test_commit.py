@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import DataError
-from job.manifest import Counts, read_manifest, write_manifest
+from job.night.manifest import Counts, read_manifest, write_manifest
 from job.output.parts import part_name, read_part_record
-from job.output.prefix import list_parts
-from job.output.verify import ERROR_EXAMPLES, verify
+from job.night.held import list_parts
+from job.night.check import ERROR_EXAMPLES, verify
 from storage import resolve
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions

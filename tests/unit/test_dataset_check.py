@@ -9,7 +9,7 @@ import pytest
 from job.input.data_files import list_data_files
 from job.input.dataset_check import check_dataset
 from job.errors import JobError
-from job.input.unique_ids import id_hashes
+from job.ids.hashing import id_hashes
 from storage import Location, resolve
 
 
@@ -238,7 +238,7 @@ def test_id_hashes_agree_across_layouts_and_differ_between_ids():
 def test_many_small_files_hashed_together_give_each_file_its_own_digest_nulls_and_repeats(tmp_path):
     """Small files' ids are hashed a group at a time (unique_ids._groups): each file's digest, its null rows and a
     repeat across groups come out as when every file is hashed alone; a dictionary column among them too."""
-    from job.input.unique_ids import ids_digest
+    from job.ids.hashing import ids_digest
 
     root = resolve(str(tmp_path / "in"))
     ids = {f"part-{i:03d}.parquet": [f"img-{i}-{j}" for j in range(3)] for i in range(150)}  # 3 groups of 64

@@ -6,9 +6,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import JobError
-from job.input.unique_ids import ID_HASH_VERSION, id_hashes
-from job.output.ids import bloom, id_segment
-from job.output.ids.id_index import IdIndex, index_files, write_index
+from job.ids.hashing import ID_HASH_VERSION, id_hashes
+from job.ids import bloom
+from job.ids import segment as id_segment
+from job.ids.index import IdIndex, index_files, write_index
 from storage import resolve
 
 RNG = np.random.default_rng(7)
@@ -166,7 +167,7 @@ def test_an_ids_hash_does_not_depend_on_the_ids_beside_it():
 
 def test_a_segment_of_files_in_any_order_is_the_same_and_hashes_must_match_their_files():
     """A run's parts come in the plan's order (sorted: no sort of a million names); any other order sorts them."""
-    from job.output.ids.hashes_by_file import HashesByFile
+    from job.ids.hashes_by_file import HashesByFile
 
     hashes = {"a.parquet": random_hashes(3), "b/c.parquet": random_hashes(0), "d.parquet": random_hashes(5)}
     in_order = id_segment.Segment.of(HashesByFile.of(hashes))

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from job import manifest as manifest_module
+from job.night import manifest as manifest_module
 from job.input.data_files import FileIdentity
-from job.manifest import INDENTED_UP_TO_FILES, MANIFEST, copy_manifest, read_manifest, write_manifest
-from job.output.table import Snapshot, TableFile
+from job.night.manifest import INDENTED_UP_TO_FILES, MANIFEST, copy_manifest, read_manifest, write_manifest
+from job.night.record import Snapshot, TableFile
 from storage import resolve
 from tests.common.parts import a_manifest
 

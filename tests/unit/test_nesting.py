@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from job.errors import JobError
-from job.output.nesting import nested_table, refuse_holding_another, refuse_inside_another
+from job.night.nesting import nested_table, refuse_holding_another, refuse_inside_another
 from storage import resolve
 
 

@@ -14,7 +14,7 @@ from job.input import data_files as listing, objects
 from job.input.data_files import FileIdentity, list_data_files
 from job.input.objects import LEADING, MAX_PER_PART_FACTOR, group_objects, key_ranges, starts_group
 from job.input.objects import READ_ERROR, read_objects
-from job.output.formats.by_source import Leaving
+from job.night.formats.by_source import Leaving
 from job.prepare import plan_input
 from storage import resolve
 

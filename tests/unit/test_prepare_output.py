@@ -1,4 +1,4 @@
-"""What an existing output prefix means (job.output.prefix): refuse, clear, or keep the parts of a killed run."""
+"""What an existing output prefix means (job.night.held): refuse, clear, or keep the parts of a killed run."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import dataclasses
 import pyarrow.parquet as pq
 import pytest
 
-from job.manifest import write_manifest
+from job.night.manifest import write_manifest
 from job.output.parts import Parts
-from job.output.prefix import list_parts
+from job.night.held import list_parts
 from job.config import JobConfig
 from job.errors import JobError
 from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
-from job.output.night import Night, decide_night
-from job.output.prefix import clear, clear_staging, read_footers, read_held, require_same_options
+from job.input.plan import InputPlan
+from job.night.begin import begin_night
+from job.night.held import read_held
+from job.night.plan import NightPlan, plan_night
+from storage import resolve
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
 
@@ -35,16 +38,12 @@ def config(parts: Parts, **changes) -> JobConfig:
     return JobConfig(input=parts.input_root, output=parts.output.path, weights="random", **changes)
 
 
-def prepare(parts: Parts, config: JobConfig, files) -> Night:
-    """The night as ``job.prepare`` decides it and acts on it before any work, and the options check
-    the driver does once the run's plan is decided."""
+def prepare(parts: Parts, config: JobConfig, files) -> NightPlan:
+    """The night as the driver plans it for the parts' options, and acts on it before any work."""
     held = read_held(parts.output, config.resume or config.incremental)
-    night = decide_night(config, {parts.name(f): f for f in files}, held, lambda names: read_footers(parts.output, names))
-    if night.clear:
-        clear(parts.output, held)
-    elif not night.done:
-        clear_staging(parts.output)
-    require_same_options(parts.output, night, parts.options)
+    plan = InputPlan(resolve(parts.input_root), tuple(files), None, "image", False)
+    night = plan_night(config, plan, held, parts.options, "run")
+    begin_night(night, held, config, parts.table_schema)
     return night
 
 
@@ -115,7 +114,8 @@ def test_an_output_holding_only_this_runs_lease_is_empty(tmp_path):
     write_mixed(str(tmp_path / "in"), rows_per_file=5)
     parts, files = job_parts(str(tmp_path / "in"), str(tmp_path / "out"))
     OutputLease.acquire(parts.output, LeaseOwner.this_process("run-1"))
-    assert prepare(parts, config(parts), files) == Night()  # not a partial output
+    night = prepare(parts, config(parts), files)  # not a partial output: every file runs
+    assert not night.kept and not night.clear and len(night.pending.files) == len(files)
 
 
 def test_resume_refuses_parts_made_under_another_decode_mode_or_recipe(killed_run):
@@ -133,6 +133,6 @@ def test_a_table_of_parts_laid_out_before_the_lineage_columns_is_refused_naming_
     parts, files = killed_run
     earlier = {name: value for name, value in parts.options.items() if name != "layout"}
     write_manifest(parts.output, a_manifest(output_options=earlier))
-    with pytest.raises(JobError, match="was written with other options \\(layout; e.g. layout=None, now 2\\); run with the "
-                                       "same options, or pass --overwrite to redo it all"):
+    with pytest.raises(JobError, match="the table's rows were made with other options \\(layout; e.g. layout=None, now 2\\), "
+                                       "which give it other columns; .* pass --overwrite to redo it all"):
         prepare(parts, config(parts, resume=True), files)

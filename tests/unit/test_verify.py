@@ -1,4 +1,4 @@
-"""The final check's uniqueness (``job.output.verify.require_unique``) on real parts: the ids a run wrote are held
+"""The final check's uniqueness (``job.night.check.require_unique``) on real parts: the ids a run wrote are held
 against each other and against the kept parts' by hash, and every repeat is confirmed by value before it fails a run."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from job.errors import DataError
-from job.output.ids.hashes_by_file import HashesByFile
-from job.output.verify import part_hashes, require_unique
+from job.ids.hashes_by_file import HashesByFile
+from job.night.check import part_hashes, require_unique
 from storage import resolve
 
 
@@ -64,7 +64,7 @@ def test_a_shared_hash_of_different_ids_is_no_repeat(tmp_path):
 def test_the_kept_parts_are_asked_through_the_index_not_read(tmp_path, repeat):
     """Parts kept unread come without hashes: the index says which of the new ones they hold, and only those parts
     are read, to confirm by value."""
-    from job.output.ids.id_index import IdIndex, write_index
+    from job.ids.index import IdIndex, write_index
 
     output = resolve(str(tmp_path))
     kept = kept_table(tmp_path, 3, 4)
@@ -84,8 +84,8 @@ def test_parts_read_in_groups_keep_each_parts_own_hashes_and_name_the_one_that_c
     """The final check hashes the ids of many parts in one call (FILES_HASHED_TOGETHER): each part still gets
     its own hashes, rows and errors, and the one part (in the second group) whose ids are not its input's is named."""
     from job.input.plan import InputFile
-    from job.input.unique_ids import FILES_HASHED_TOGETHER, ids_digest
-    from job.output.verify import verify
+    from job.ids.hashing import FILES_HASHED_TOGETHER, ids_digest
+    from job.night.check import verify
 
     def ids_of(k: int) -> list[str]:
         return [str(1000 * k + i) for i in range(k % 3 + 1)]  # 1 to 3 rows a part, integer-like text

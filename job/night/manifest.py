@@ -1,6 +1,6 @@
 """``_SUCCESS.json``: the typed record of a finished job, written last, trusted by every reader.
 
-Use ``Manifest`` to write one (``job.finish.finish_job``) and to read one (``read_manifest``:
+Use ``Manifest`` to write one (``job.night.finish.finish_job``) and to read one (``read_manifest``:
 ``--resume``, parity, the compare report). Its fields are the contract every engine fills
 the same way; what only one engine knows (Ray's actor counts, Spark's master, SageMaker's
 shards) goes under ``settings``, so a reader never has to guess which keys are whose.
@@ -16,13 +16,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
-from job.output.table import Snapshot, TableFile
+from job.night.record import Snapshot, TableFile
+from job.timeline import Timeline
 from storage import Location, storage_errors
 
 MANIFEST = "_SUCCESS.json"
 # Fields a reader does without, so that it reads every manifest in an output it may continue: one
 # written without "execution" or "table" still lists its parts; "settings" and "manifest" may be empty.
-OPTIONAL = {"settings", "manifest", "execution", "table"}
+OPTIONAL = {"settings", "manifest", "execution", "table", "rollout"}
 
 
 @dataclass(frozen=True)
@@ -39,17 +40,6 @@ class InputFiles:
     resumed: int  # of which --resume kept the part of an earlier run
     run: int  # of which this run ran
     rows_run: int  # the rows of the files this run ran
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """Where the wall time went; None where the engine could not see it."""
-
-    startup_seconds: float | None  # command start -> the first model batch done (SageMaker: the first shard's .out)
-    steady_images_per_sec: float | None  # rows done between the 10th and 90th percentile of rows, over that time
-    device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
-    wall_seconds: float  # process start -> the manifest: everything the command took
-    events: int | None = None  # progress events the figures come from (model batches, shards); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -75,6 +65,8 @@ class Manifest:
     # The table's snapshot: each input file's part, the input's identity, the ids index, what this run added,
     # replaced and removed. None: no snapshot, so --incremental refuses to continue it.
     table: Snapshot | None = None
+    # Where a rollout of a new model stands after the run (job.night.rollout.Rollout.to_dict); None: one model.
+    rollout: dict | None = None
 
     def to_dict(self) -> dict:
         """As JSON holds it (what a job returns): ``dataclasses.asdict``'s result, without its deep copy of the two

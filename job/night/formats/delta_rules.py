@@ -1,6 +1,6 @@
 """A Delta table's own rules, which a writer owes it: checked by the night, never bypassed or misreported.
 
-The night commits its parts as add actions (``job.output.formats.delta``), not through delta-rs's write
+The night commits its parts as add actions (``job.night.formats.delta``), not through delta-rs's write
 path, so the data checks delta-rs's writer would run are this module's to run:
 
 - ``require_writable``, before any work: the table's writer features (the protocol's list, or those its

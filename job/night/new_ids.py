@@ -2,7 +2,7 @@
 
 The id check (``job.input.unique_ids``) holds the new and changed input files' ids unique among
 themselves; ``check_new_ids`` holds them against the ids of the parts the run keeps, through the
-table's index (``job.output.ids.id_index``: every part's ids as 64-bit hashes, read once a run), so no old
+table's index (``job.ids.index``: every part's ids as 64-bit hashes, read once a run), so no old
 part is read unless a hash repeats, and then only the parts holding it, to confirm by value.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 
 from job.errors import JobError
 from job.input.plan import InputFile, InputPlan
-from job.output.ids.id_index import IdIndex
+from job.ids.index import IdIndex
 from job.input.unique_ids import hashes_of, places_of
-from job.output.verify import ids_hashed_to
+from job.night.check import ids_hashed_to
 from storage import Location
 
 

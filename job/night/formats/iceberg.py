@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import Applied, Commit, TableAt, TableState
-from job.output.formats.by_source import DataFile, Leaving
-from job.output.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard,
+from job.night.formats import Applied, Commit, TableAt, TableState
+from job.night.formats.by_source import DataFile, Leaving
+from job.night.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard,
                                                listed_files, other_commit, require_columns, require_same_columns,
                                                require_writable_table, table_uri)
 from storage import Location, StorageError, storage_errors

@@ -3,13 +3,13 @@
 A finished run's manifest names the index's newest segment (``_index/<run id>.ids``), whose footer
 names every segment of the index, oldest first. A segment holds the ids of the input files one run
 read (its new and redone files; a first run's, all of them), sorted by hash, with a Bloom filter of
-them beside it (``job.output.ids.id_segment``: its files on disk). A file's ids are those of the newest
+them beside it (``job.ids.segment``: its files on disk). A file's ids are those of the newest
 segment listing it; the table's files are the caller's to say (``among``, ``table``).
 
 What a run asks (``held``): which of some hashes (a night's new ids, the parts it wrote) the table's
 kept files hold. Per segment it reads the filter, then only the row groups holding a hash the filter
 cannot rule out: 10 new files of 1,000 ids against 100,000,000 ids read 200 MB of filter and a few
-row groups, not 1.2 GB of hashes and files. The final check asks it too (``job.output.verify``), so
+row groups, not 1.2 GB of hashes and files. The final check asks it too (``job.night.check``), so
 no run sorts the whole table's hashes, and none rewrites them:
 
 A run adds one segment (``extended``): its own files', merged with the newest segments before it
@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.parquet as pq
 
-from job.input.unique_ids import ID_HASH_VERSION
-from job.output.ids.hashes_by_file import HashesByFile
-from job.output.ids.id_segment import Segment, files_name, filter_name, read_segment
-from job.output.table import INDEX_DIR, INDEX_SUFFIX
-from job.output.verify import part_hashes  # a part's ids hashed as the final check hashes them
+from job.ids.hashing import ID_HASH_VERSION
+from job.ids.hashes_by_file import HashesByFile
+from job.ids.segment import INDEX_DIR, INDEX_SUFFIX, Segment, files_name, filter_name, read_segment
+from job.ids.hashing import part_hashes  # a part's ids hashed as the final check hashes them
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 

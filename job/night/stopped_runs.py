@@ -2,7 +2,7 @@
 
 Every row names the run that made it (``run_id``), and a reader finds that run in ``_history/``. A
 night killed before its manifest leaves whole parts; the next ``--resume`` or ``--incremental`` adopts
-those its footers prove (``job.output.night``) instead of scoring their images again, so their rows keep
+those its footers prove (``job.night.plan``) instead of scoring their images again, so their rows keep
 the stopped run's id. The adopting night records that run (``record_stopped_runs``), before its commit
 makes the rows visible: a small JSON naming the stopped run, that it did not finish, the run that adopted
 its parts, the parts, and the options its parts recorded. Rewriting the adopted parts with the new run's id
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 import pyarrow.fs as pafs
 
-from job.output.table import HISTORY_DIR
-from job.output.verify import read_part_columns
+from job.night.record import HISTORY_DIR
+from job.night.check import read_part_columns
 from storage import Location, storage_errors
 
 

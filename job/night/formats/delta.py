@@ -2,7 +2,7 @@
 
 No Spark and no JVM on the driver (``deltalake``), so every engine gets it. The log is the truth:
 each night reads the table's latest version, takes out the rows of the input files leaving it by
-their lineage (``job.output.formats.by_source``: our parts whole, a file OPTIMIZE made of ours and
+their lineage (``job.night.formats.by_source``: our parts whole, a file OPTIMIZE made of ours and
 others' rewritten without them) and adds its parts where they lie (no rewrite), all in one commit:
 ``add`` actions with their row counts and the ``source_file`` bounds (for the next night's pruning
 and the platform's data skipping), ``remove`` actions for what leaves. delta-rs's optimistic
@@ -17,7 +17,7 @@ again. ``--overwrite`` is one ``overwrite`` commit: readers see the old version 
 The log is checkpointed every ``CHECKPOINT_INTERVAL`` commits, so reading the latest version (and
 the next night's commit) reads one checkpoint and a few JSON files, not a year of them. Removed parts
 stay on storage for ``--time-travel-days`` (the table's ``delta.deletedFileRetentionDuration``): a
-reader of an older version still reads them; ``job.output.commit`` deletes ours after that.
+reader of an older version still reads them; ``job.night.commit`` deletes ours after that.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.output.formats import APP_ID, Applied, Commit, TableAt, TableState, gone_before_commit
-from job.output.formats import delta_rules
-from job.output.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, split
+from job.night.formats import APP_ID, Applied, Commit, TableAt, TableState, gone_before_commit
+from job.night.formats import delta_rules
+from job.night.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, split
 from job.output.rows import SOURCE
 from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint

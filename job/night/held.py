@@ -3,44 +3,112 @@
 An output prefix holds::
 
     part-<stem>-<8 hex>.parquet   one per input file, with every row of that file (job.output.parts)
-    _SUCCESS.json                 written last, after every part was verified (job.manifest): the table's snapshot
-    _index/<run id>.ids           the table's ids as hashes, named by the manifest (job.output.table)
+    _SUCCESS.json                 written last, after every part was verified (job.night.manifest): the table's snapshot
+    _index/<run id>.ids           the table's ids as hashes, named by the manifest (job.night.record)
     _history/<run id>.json        every finished run's manifest
     _staging/...                  temporaries (local part writes, SageMaker shards): never read
     _lease.json                   while a run writes the prefix: who, until when (job.lease.lease)
-    _delta_log/ or metadata/      --table-format delta / iceberg: the table format's own files (job.output.formats)
+    _delta_log/ or metadata/      --table-format delta / iceberg: the table format's own files (job.night.formats)
 
 Before any work the driver reads what the prefix holds, once (``read_held``: our files, the
-committed parts, the manifest and the table's snapshot it records), and ``job.output.night``
+committed parts, the manifest and the table's snapshot it records), and ``job.night.plan``
 decides from it what the run keeps, adopts, runs and removes. Files this job does not write are
 never deleted: a prefix holding any is refused. The caller holds the prefix's lease
 (``job.driver``), so no other run changes it meanwhile; ``--overwrite`` clears everything but that
-lease (``clear``). The options the kept parts were made with are checked once the run's plan is
-decided (``require_same_options``). ``job.output.verify`` checks the parts after the work.
+lease (``clear``). ``Held`` also reads, once a run and only when asked, the footers of some parts and
+the table's ids index (``footers``, ``id_index``): the plan and the final check ask for them.
+``job.night.check`` checks the parts after the work.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow.fs as pafs
 
 from job.errors import JobError
 from job.lease.lease import LEASE_NAME
-from job.manifest import MANIFEST, Manifest, read_manifest
+from job.night.manifest import MANIFEST, Manifest, read_manifest
 from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, is_part_name, read_part_record
 from job.input.plan import FOOTER_READ_THREADS
-from job.output.formats import FOLDERS
-from job.output.nesting import refuse_holding_another
-from job.output.night import UNREADABLE, Footer, Held, Night
-from job.output.table import HISTORY_DIR, INDEX_DIR
-from preprocess.recipe import Recipe
+from job.night.formats import FOLDERS
+from job.input.objects import is_group_name, key_ranges
+from job.night.formats.by_source import DataFile, Leaving, rows_within
+from job.night.nesting import refuse_holding_another
+from job.ids.hashing import ID_HASH_VERSION
+from job.ids.index import IdIndex
+from job.ids.segment import INDEX_DIR
+from job.night.record import HISTORY_DIR, Snapshot
 from storage import Location, storage_errors
 from storage.parallel import map_in_order
 
-def read_held(location: Location, read_manifest_too: bool, shared: bool = False, overwrite: bool = False) -> Held:
+Footer = tuple[int, "dict | None"]  # a committed part's rows and footer record (job.output.parts.read_part_record)
+UNREADABLE: Footer = (-1, None)  # a part whose footer cannot be read: cut short or damaged
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the output prefix holds, read once before the night is decided (``read_held``)."""
+
+    output: Location  # the prefix
+    files: tuple[str, ...] = ()  # every file of ours under it (relative names), this run's lease aside
+    parts: frozenset[str] = frozenset()  # the committed parts directly under it
+    finished: Manifest | None = None  # its manifest, when a run finished there (read for --resume and --incremental)
+    snapshot: Snapshot | None = None  # the table that manifest records (None: none, or an older version's manifest)
+    sizes: Mapping[str, int] = field(default_factory=dict)  # the committed parts' sizes, as listed
+    # A Delta or Iceberg table's data files at its latest version, as its log lists them (None: the plain folder).
+    log: Callable[[], list[DataFile]] | None = field(default=None, compare=False, repr=False)
+    # What was read of it once a run, by name: parts' footers, the ids index (its segments' footers and filters), the log.
+    _footers: dict[str, Footer] = field(default_factory=dict, compare=False, repr=False)
+    _indexes: dict[str, IdIndex] = field(default_factory=dict, compare=False, repr=False)
+    _log: list[list[DataFile]] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def uri(self) -> str:
+        return self.output.uri
+
+    def footers(self, names: Sequence[str]) -> dict[str, Footer]:
+        """The footers of the committed parts ``names`` (``read_footers``), each read once a run."""
+        unread = [name for name in names if name not in self._footers]
+        if unread:
+            self._footers.update(read_footers(self.output, unread))
+        return {name: self._footers[name] for name in names}
+
+    def data_files(self) -> list[DataFile]:
+        """The table's data files at its latest version, read once a run (none for the plain folder)."""
+        if not self._log:
+            self._log.append(self.log() if self.log is not None else [])
+        return self._log[0]
+
+    def rows_of(self, names: Sequence[str]) -> dict[str, int]:
+        """How many rows the table holds now of each of the snapshot's input files ``names``: all it made while its
+        part is in the table as written; else as many as the files that may hold its rows hold (another writer's
+        compaction moved them, a DELETE took some out), read where the log's statistics leave room for them."""
+        files, entries = self.data_files(), {name: self.snapshot.files[name] for name in names}
+        listed = {file.path for file in files}
+        ranges = key_ranges(self.snapshot.files) if any(is_group_name(name) for name in names) else {}
+        moved = {name: Leaving(frozenset({name}), (ranges[name],) if name in ranges else ())
+                 for name, entry in entries.items() if entry.part not in listed}
+        counted = rows_within(self.output, [f for f in files if f.path not in {e.part for e in entries.values()}], moved)
+        return {name: counted.get(name, entry.rows) for name, entry in entries.items()}
+
+    def id_index(self) -> IdIndex:
+        """The ids index of the snapshot's table, read once a run, in this version's id hash."""
+        name = self.snapshot.index
+        if name not in self._indexes:
+            index = IdIndex.read(self.output, name)
+            if index.hash_version != ID_HASH_VERSION:  # written before the hash's fix; the index is the previous table's
+                parts = {file: entry.part for file, entry in self.snapshot.files.items()}
+                index = index.remade(parts, self.snapshot.columns["ids_as_text"])
+            self._indexes[name] = index
+        return self._indexes[name]
+
+
+def read_held(location: Location, read_manifest_too: bool, shared: bool = False, overwrite: bool = False,
+              log: Callable[[], list[DataFile]] | None = None) -> Held:
     """What the prefix holds, and its manifest when ``read_manifest_too`` (``overwrite``: one that cannot be read is
     no manifest, as --overwrite replaces it).
 
@@ -65,7 +133,7 @@ def read_held(location: Location, read_manifest_too: bool, shared: bool = False,
     snapshot = finished.table if finished is not None else None
     if snapshot is not None:  # parts a table format's commit removed, kept for time travel: no part of the table
         parts = parts - set(snapshot.retired)
-    return Held(location.uri, names, parts, finished, snapshot, {name: listed[name] for name in parts})
+    return Held(location, names, parts, finished, snapshot, {name: listed[name] for name in parts}, log)
 
 
 def read_footers(location: Location, names: Sequence[str]) -> dict[str, Footer]:
@@ -87,15 +155,6 @@ def clear(location: Location, held: Held) -> None:
     with storage_errors(location.uri):
         for name in sorted(held.files, key=lambda n: n != MANIFEST):
             location.filesystem.delete_file(location.join(name))
-
-
-def require_same_options(location: Location, night: Night, options: dict) -> None:
-    """Refuse (one line, naming the option) to keep output made with other options than ``options``."""
-    if night.previous is not None:
-        _require_same_options(location.uri_of(location.join(MANIFEST)), night.previous.output_options, options)
-    for name, record in night.kept.items():
-        if record is not None:  # None: kept unread, made under the manifest's options (checked above)
-            _require_same_options(location.uri_of(location.join(name)), record.get("options"), options)
 
 
 _OURS = (STAGING + "/", PART_PREFIX, INDEX_DIR + "/", HISTORY_DIR + "/", *(f"{folder}/" for folder in FOLDERS.values()))
@@ -121,26 +180,6 @@ def finished_manifest(location: Location) -> Manifest:
         return read_manifest(location)
     except ValueError as e:
         raise JobError(f"{where}: {e}; pass --overwrite to start over") from e
-
-
-def _require_same_options(where: str, recorded: dict | None, current: dict) -> None:
-    if recorded is None:
-        raise JobError(f"{where} records no job options (not written by this version?); pass --overwrite to start over")
-    recorded = _with_recipe_defaults(recorded)
-    differ = sorted(k for k in current.keys() | recorded.keys() if recorded.get(k) != current.get(k))
-    if differ:
-        first = differ[0]
-        raise JobError(f"{where} was written with other options ({', '.join(differ)}; e.g. {first}={recorded.get(first)!r}, "
-                       f"now {current.get(first)!r}); run with the same options, or pass --overwrite to redo it all")
-
-
-def _with_recipe_defaults(recorded: dict) -> dict:
-    """``recorded`` options with their recipe's fields that a table written before them lacks (interpolation, crop
-    mode) at the values it was made with: its bilinear centre crop is the same recipe as today's default."""
-    recipe = recorded.get("recipe")
-    if not isinstance(recipe, dict):
-        return recorded
-    return {**recorded, "recipe": {**Recipe().to_dict(), **recipe}}
 
 
 def list_parts(location: Location) -> list[str]:

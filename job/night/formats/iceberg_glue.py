@@ -27,10 +27,10 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 from job.errors import JobError
-from job.output.formats import Applied, Commit, TableAt, TableState
-from job.output.formats.iceberg import ATTEMPTS, TABLE_PROPERTIES, io_properties, one_line
-from job.output.formats.by_source import DataFile, Leaving
-from job.output.formats.iceberg_change import (Changed, apply_change, committed_run, discard, listed_files, other_commit,
+from job.night.formats import Applied, Commit, TableAt, TableState
+from job.night.formats.iceberg import ATTEMPTS, TABLE_PROPERTIES, io_properties, one_line
+from job.night.formats.by_source import DataFile, Leaving
+from job.night.formats.iceberg_change import (Changed, apply_change, committed_run, discard, listed_files, other_commit,
                                                require_columns, require_same_columns, require_writable_table, table_uri)
 from storage import StorageError
 

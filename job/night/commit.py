@@ -1,9 +1,9 @@
 """A run's change to the table, as a table format commits it: what it adds, takes out, retires and deletes.
 
-``job.finish`` calls ``commit_run`` after the final check and before the manifest. The plain
+``job.night.finish`` calls ``commit_run`` after the final check and before the manifest. The plain
 Parquet folder (``--table-format parquet``) has no commit: the parts of input files gone or
 replaced are deleted once the manifest is written, as always. A Delta or Iceberg table gets ONE
-commit (``job.output.formats``) on its latest version, whoever else committed since: the parts the
+commit (``job.night.formats``) on its latest version, whoever else committed since: the parts the
 previous snapshot did not list are added, and the rows of the input files leaving the table go by
 their lineage, wherever other writers moved them. Files the commit takes out are never deleted at
 once: an older version still names them. Those this job wrote are retired (``Snapshot.retired``)
@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.config import JobConfig
-from job.output.formats import Commit, TableAt, format_module
-from job.output.formats.by_source import REWRITTEN_PREFIX, Leaving
+from job.night.formats import Commit, TableAt, format_module
+from job.night.formats.by_source import REWRITTEN_PREFIX, Leaving
 from job.output.parts import is_part_name
-from job.output.table import Snapshot
+from job.night.record import Snapshot
 from storage import Location, storage_errors
 
 DAY_SECONDS = 86400
@@ -41,7 +41,7 @@ class Committed:
 
 @dataclass(frozen=True)
 class TableChange:
-    """What the night changes, as ``job.finish`` hands it over."""
+    """What the night changes, as ``job.night.finish`` hands it over."""
 
     table: Mapping[str, int]  # every part of the table after the run -> its rows
     sources: Mapping[str, str]  # each of those parts, and the previous snapshot's, -> its input file (relative)

@@ -127,6 +127,29 @@ def sources_of(output: Location, path: str) -> set[str | None]:
     return {None} if table is None else set(pc.unique(table.column(SOURCE)).to_pylist())
 
 
+def source_counts(output: Location, path: str) -> dict[str | None, int]:
+    """How many rows of a data file each source_file value has (a file without the column: all under None)."""
+    table = read_columns(output, path, [SOURCE])
+    if table is None:
+        return {None: pq.ParquetFile(output.filesystem.open_input_file(output.join(path))).metadata.num_rows}
+    counted = pc.value_counts(table.column(SOURCE).combine_chunks())
+    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+
+
+def rows_within(output: Location, files: Sequence[DataFile], units: Mapping[str, Leaving]) -> dict[str, int]:
+    """The rows the table's ``files`` hold of each unit (``units``: name -> the rows it names), read where the log's
+    statistics leave room for them."""
+    every = Leaving(frozenset().union(*(u.units for u in units.values())), tuple(r for u in units.values() for r in u.ranges))
+    wanted = [file.path for file in files if every and file.may_hold(every)]
+    found = dict.fromkeys(units, 0)
+    for counts in map_in_order(lambda path: source_counts(output, path), wanted, threads=min(READ_THREADS, max(1, len(wanted)))):
+        for source, count in counts.items():
+            for name, unit in units.items():
+                if unit.holds(source):
+                    found[name] += count
+    return found
+
+
 def sources_within(output: Location, files: Sequence[DataFile], ranges: Sequence[KeyRange]) -> set[str]:
     """The source_file values in ``ranges`` that the table's ``files`` hold: the object keys it still has rows of."""
     within = Leaving(ranges=tuple(ranges))

@@ -1,6 +1,6 @@
 """A Bloom filter of 64-bit id hashes: which of some hashes a set of them may hold, in 2 bytes an id.
 
-The id index keeps one beside each of its segments (``job.output.ids.id_index``), so a night asks a
+The id index keeps one beside each of its segments (``job.ids.index``), so a night asks a
 segment of 100,000,000 ids about its 10,000 new ones by reading 200 MB of filter, then only the few
 row groups the filter cannot rule out, never the segment's 800 MB of hashes.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from job.input.unique_ids import splitmix64
+from job.ids.hashing import splitmix64
 
 BITS_PER_ID = 16
 PROBES = 5  # bits set per hash, each from 6 bits of the mixed hash (its low 30 bits)

@@ -17,15 +17,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
-from job.output.formats import TableState
+from job.night.formats import TableState
 from job.input.data_files import FileIdentity, unchanged
 from job.input.plan import InputFile, InputPlan
 
-INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) per part, in Parquet
-# The index is Parquet of another schema than the table's: its name does not end in .parquet, so readers that
-# glob the prefix for data files (DuckDB read_parquet('out/**/*.parquet'), polars) never take it for a part.
-INDEX_SUFFIX = ".ids"
-INDEX_HASH_KEY = "id_hash"  # the index's schema metadata: the id hash's version (job.input.unique_ids.ID_HASH_VERSION)
 HISTORY_DIR = "_history"  # <output>/_history/<run id>.json: every run's manifest
 
 
@@ -41,22 +36,27 @@ class TableFile:
     size: int | None = None  # the part's bytes as written (None: not recorded): a part cut short since is redone
     transient: int = 0  # error rows of a transient cause (a timed-out model call): the next --incremental redoes the file
     # An object group's objects whose rows another writer deleted from the table (a DELETE by key), left out of its part
-    # while they stay as they were: (key, size, mtime_ns, ctime_ns) each (job.output.deleted_objects).
+    # while they stay as they were: (key, size, mtime_ns, ctime_ns) each (job.night.deleted_objects).
     withheld: tuple[tuple[str, int, int | None, int | None], ...] = ()
+    made_by: str | None = None  # the key of the options its rows were made with (job.night.options); None: the table's
+    made_in: int = 0  # the number of the run that made its part (0: not recorded): a rollout re-scores the oldest first
 
     def to_dict(self) -> dict:
         """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
         identity = self.identity or FileIdentity(0, None)
         record = {"part": self.part, **identity.to_dict(), "rows": self.rows, "errored": self.errored,
-                  "removed": self.removed, "part_size": self.size, "transient": self.transient}
+                  "removed": self.removed, "part_size": self.size, "transient": self.transient, "made_in": self.made_in}
         if self.withheld:  # rare (privacy deletes): a million files' manifest carries no empty list each
             record["withheld"] = [list(entry) for entry in self.withheld]
+        if self.made_by is not None:  # a rollout's files still on another model than the table's
+            record["made_by"] = self.made_by
         return record
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
         return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False),
-                   data.get("part_size"), data.get("transient", 0), tuple(tuple(e) for e in data.get("withheld", ())))
+                   data.get("part_size"), data.get("transient", 0), tuple(tuple(e) for e in data.get("withheld", ())),
+                   data.get("made_by"), data.get("made_in", 0))
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,11 @@ class Snapshot:
     number: int = 1  # the run's number in this table (1: the first run): a table format's commits are numbered by it
     version: int | None = None  # the Delta/Iceberg table's version after the run's commit (None: the plain folder)
     # Parts a table format's commits took out of the table, kept for time travel: part -> when (Unix seconds).
-    # They are no part of the table: deleted once older than --time-travel-days (job.output.commit).
+    # They are no part of the table: deleted once older than --time-travel-days (job.night.commit).
     retired: dict[str, float] = field(default_factory=dict)
+    # The options each model in the table was run with, by key (job.night.options): one outside a rollout.
+    models: dict[str, dict] = field(default_factory=dict)
+    made_by: str | None = None  # the key of the files that name none (``TableFile.made_by``): the last run's options
 
     @property
     def state(self) -> TableState:
@@ -94,17 +97,23 @@ class Snapshot:
 
     def to_dict(self, entries: bool = True) -> dict:
         """As the manifest records it; ``entries=False``: each file's entry left a ``TableFile``, for an encoder that
-        makes each its dict as it writes it (``job.manifest.write_manifest``)."""
+        makes each its dict as it writes it (``job.night.manifest.write_manifest``)."""
         files = {name: f.to_dict() for name, f in self.files.items()} if entries else self.files
         return {"files": files, "columns": self.columns,
                 "index": self.index, "delta": {kind: list(names) for kind, names in asdict(self.delta).items()},
-                "number": self.number, "version": self.version, "retired": self.retired}
+                "number": self.number, "version": self.version, "retired": self.retired, "models": self.models,
+                "made_by": self.made_by}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Snapshot:
         delta = {k: tuple(v) for k, v in data.get("delta", {}).items()}
         return cls({name: TableFile.from_dict(f) for name, f in data["files"].items()}, dict(data["columns"]), data.get("index"),
-                   Delta(**delta), data.get("number", 1), data.get("version"), dict(data.get("retired", {})))
+                   Delta(**delta), data.get("number", 1), data.get("version"), dict(data.get("retired", {})),
+                   dict(data.get("models", {})), data.get("made_by"))
+
+    def model_of(self, entry: TableFile) -> str | None:
+        """The key of the options ``entry``'s rows were made with (None: a snapshot that records no models)."""
+        return entry.made_by or self.made_by
 
 
 def columns_record(plan: InputPlan) -> dict:

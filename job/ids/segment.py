@@ -1,10 +1,10 @@
-"""One segment of the table's ids index (``job.output.ids.id_index``): the ids of the files one run read, on disk.
+"""One segment of the table's ids index (``job.ids.index``): the ids of the files one run read, on disk.
 
 ``<name>.ids`` is Parquet of (hash, file), sorted by hash, in row groups of ``ROWS_PER_GROUP`` rows;
 its schema metadata holds the id hash's version and, as JSON, each row group's first hash, the
 index's segments when it was written, and how many files it holds. ``<name>.files`` beside it is
 Parquet of those files' names, sorted (the ``file`` column numbers them); ``<name>.bloom`` is a Bloom
-filter of its hashes (``job.output.ids.bloom``). A segment answers which of some hashes it may hold by
+filter of its hashes (``job.ids.bloom``). A segment answers which of some hashes it may hold by
 reading its filter, then only the row groups the filter cannot rule out.
 
 The names are a column of their own, not the footer's JSON as segments written before had them
@@ -26,10 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job.errors import JobError
-from job.input.unique_ids import ID_HASH_VERSION
-from job.output.ids import bloom
-from job.output.ids.hashes_by_file import HashesByFile
-from job.output.table import INDEX_HASH_KEY, INDEX_SUFFIX
+from job.ids.hashing import ID_HASH_VERSION
+from job.ids import bloom
+from job.ids.hashes_by_file import HashesByFile
 from storage import Location, storage_errors
 
 # A row group is what a hash the filter lets through costs to read: 8,192 rows, 96 KB (the hash and its file). At
@@ -39,6 +38,12 @@ ROWS_PER_GROUP = 1 << 13
 FILTER_SUFFIX = ".bloom"
 FILES_SUFFIX = ".files"
 SEGMENT_KEY = "segment"  # a segment's schema metadata: JSON of its row groups' first hashes, the index's segments, files
+
+INDEX_DIR = "_index"  # <output>/_index/<run id>.ids: (input_file, id hashes) per part, in Parquet
+# The index is Parquet of another schema than the table's: its name does not end in .parquet, so readers that
+# glob the prefix for data files (DuckDB read_parquet('out/**/*.parquet'), polars) never take it for a part.
+INDEX_SUFFIX = ".ids"
+INDEX_HASH_KEY = "id_hash"  # the index's schema metadata: the id hash's version (job.ids.hashing.ID_HASH_VERSION)
 
 
 @dataclass(frozen=True)

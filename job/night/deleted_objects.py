@@ -11,7 +11,7 @@ work, ``withhold`` leaves such objects out of the plan's groups:
 - and, in each group the night runs again, the objects whose rows the table no longer holds though the
   group's last run scored them (the ids index says so) and that have not changed since (modified no later
   than the newest object that run saw). The table is read only where its log's statistics leave room for
-  those groups' keys (``job.output.formats.by_source.sources_within``).
+  those groups' keys (``job.night.formats.by_source.sources_within``).
 
 A group's part then holds its other objects, and the table's snapshot records the ones left out: an
 object rewritten since (or whose size changed) is scored again, once; one deleted from the input is gone.
@@ -27,10 +27,10 @@ import pyarrow as pa
 from job.input.data_files import FileIdentity, Listing, input_relpath, unchanged
 from job.input.objects import is_group_name, key_ranges
 from job.input.plan import InputFile, InputPlan
-from job.input.unique_ids import id_hashes, ids_digest
-from job.output.formats.by_source import DataFile, Leaving, sources_within
-from job.output.ids.id_index import IdIndex
-from job.output.table import Snapshot
+from job.ids.hashing import id_hashes, ids_digest
+from job.night.formats.by_source import DataFile, Leaving, sources_within
+from job.ids.index import IdIndex
+from job.night.record import Snapshot
 from storage import Location
 
 # (key relative to the input, size, mtime_ns, ctime_ns) of an object left out: its identity as listed then.

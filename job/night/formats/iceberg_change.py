@@ -25,8 +25,8 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 
 from job.errors import JobError
-from job.output.formats import Commit
-from job.output.formats.by_source import DataFile, rewrite_without, sources_of, split
+from job.night.formats import Commit
+from job.night.formats.by_source import DataFile, rewrite_without, sources_of, split
 from job.output.rows import SOURCE
 from storage import Location, storage_errors
 
@@ -234,7 +234,7 @@ def _parts(tx, io, paths: list[str]) -> list:
 
 def _expire(tx, time_travel_days: float) -> None:
     """Snapshots past --time-travel-days go, as the parts only they read are deleted after that long
-    (job.output.commit): the metadata stays the size of the retention, not of the table's age."""
+    (job.night.commit): the metadata stays the size of the retention, not of the table's age."""
     from pyiceberg.table.update.snapshot import ExpireSnapshots
 
     if len(tx.table_metadata.snapshots) > 1:

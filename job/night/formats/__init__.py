@@ -2,7 +2,7 @@
 
 Engines write parts as they always do (``job.output.parts``); with ``--table-format delta`` or
 ``iceberg`` the driver then commits them, after the final check and before the manifest, as ONE
-new version of the table (``job.finish``). The table is shared: Databricks' OPTIMIZE and VACUUM,
+new version of the table (``job.night.finish``). The table is shared: Databricks' OPTIMIZE and VACUUM,
 a DELETE for a privacy request, another job's append all commit to it, so a ``Commit`` says what
 the run changes by the rows' lineage, not by file names: ``Commit.adds`` are the parts this run
 wrote or adopted, ``Commit.leaving`` the rows (by their ``source_file``: input files, image objects'
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from job.errors import JobError
-from job.output.formats.by_source import DataFile, Leaving
+from job.night.formats.by_source import DataFile, Leaving
 from storage import Location, StorageError
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def format_module(name: str, catalog: str = "embedded") -> ModuleType | None:
     """The module that commits ``name`` through ``catalog`` (None for parquet: the folder is the table)."""
     if name == "parquet":
         return None
-    return importlib.import_module(f"job.output.formats.{name}{'_glue' if catalog == 'glue' else ''}")
+    return importlib.import_module(f"job.night.formats.{name}{'_glue' if catalog == 'glue' else ''}")
 
 
 def require_table(at: TableAt, table_format: str, previous: TableState | None, schema: pa.Schema) -> None:

@@ -5,9 +5,9 @@ run made (or, for a full run, every part: one whole GET each, the ``id`` and ``e
 about 100 bytes a row), and holds each to its input file: as many rows, and the same ids (their
 digest, ``job.input.unique_ids.ids_digest``, against the one the id check read from the input; not
 known with ``--skip-id-check`` or positional ids). Parts an incremental run kept unread come
-with their rows from the table's snapshot (``job.output.table``). Ids are then held unique across
+with their rows from the table's snapshot (``job.night.record``). Ids are then held unique across
 the table by their 64-bit hashes: the parts read among themselves, and against the parts kept
-unread through the table's ids index (``job.output.ids.id_index``: which of these hashes they hold,
+unread through the table's ids index (``job.ids.index``: which of these hashes they hold,
 read where asked; the kept parts were held unique among themselves by the runs that wrote them).
 A repeated hash is confirmed by value in the parts that hold it, so the ``DataError`` (exit 3) names
 a real id, its parts and rows, and a collision never fails a run.
@@ -26,20 +26,20 @@ import pyarrow.parquet as pq
 
 from job.input.dataset_check import FOOTER_READ_THREADS
 from job.errors import DataError
-from job.input.unique_ids import FILES_HASHED_TOGETHER, hashed_together, id_hashes
-from job.manifest import Counts
-from job.output.memory import release_freed_memory
+from job.ids.hashing import FILES_HASHED_TOGETHER, as_input_ids, hashed_together, ids_digest, part_hashes, repeated
+from job.night.manifest import Counts
+from job.night.memory import release_freed_memory
 from job.output.rows import transient_errors
 from job.input.plan import InputFile
-from job.output.prefix import list_parts
-from job.output.ids.hashes_by_file import HashesByFile
-from job.input.unique_ids import ids_digest, repeat_line, repeated
-from job.output.formats import gone_before_commit
+from job.night.held import list_parts
+from job.ids.hashes_by_file import HashesByFile
+from job.input.unique_ids import repeat_line
+from job.night.formats import gone_before_commit
 from storage import Location, StorageError, storage_errors
 from storage.parallel import map_in_order
 
 ERROR_EXAMPLES = 3  # error rows quoted in the manifest and the summary
-# Every this many groups of parts read, the memory their reads freed is given back (job.output.memory): about 16,000 parts.
+# Every this many groups of parts read, the memory their reads freed is given back (job.night.memory): about 16,000 parts.
 RELEASE_EVERY_GROUPS = 256
 NO_MANIFEST = "no manifest was written"
 
@@ -52,7 +52,7 @@ class PartFacts:
     transient: int = 0  # its error rows of a transient cause (job.output.rows.TIMED_OUT): redone by the next night
 
 
-# Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.output.ids.id_index.IdIndex.held).
+# Hashes -> {part kept unread: those of the hashes it holds}, only parts holding one (job.ids.index.IdIndex.held).
 KeptHolding = Callable[[np.ndarray], Mapping[str, np.ndarray]]
 
 
@@ -102,22 +102,6 @@ def verify(location: Location, table: Mapping[str, InputFile], read: Mapping[str
     return Verified(counts, examples, facts, hashes)
 
 
-def part_hashes(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> np.ndarray:
-    """A part's ids hashed as its input's were: integer ids (written as text) are hashed as the numbers."""
-    return id_hashes(_as_input_ids(ids, ids_as_text), ids_as_text)[0]
-
-
-def _as_input_ids(ids: pa.Array | pa.ChunkedArray, ids_as_text: bool) -> pa.Array:
-    """A part's id column as its input's ids were typed: text, or (written as text) the integers."""
-    array = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    if not ids_as_text:
-        try:
-            array = pc.cast(array, pa.int64())
-        except pa.ArrowInvalid:  # past int64: the input's ids were uint64
-            array = pc.cast(array, pa.uint64())
-    return array
-
-
 def _check_parts(location: Location, files: Mapping[str, InputFile],
                  ids_as_text: bool) -> tuple[dict[str, PartFacts], HashesByFile, list[dict]]:
     """Read and hold a few parts (``files``: part name -> its input file) to their inputs, on one thread: their facts,
@@ -126,7 +110,7 @@ def _check_parts(location: Location, files: Mapping[str, InputFile],
     read = {name: _read_part(location, name, file) for name, file in files.items()}
     tables = {name: table for name, (table, _) in read.items()}
     hashed = [hashes for hashes, _ in
-              hashed_together([_as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)]
+              hashed_together([as_input_ids(t.column("id"), ids_as_text) for t in tables.values()], ids_as_text)]
     facts = {name: _facts_of(name, files[name], t, hashes, read[name][1]) for (name, t), hashes in zip(tables.items(), hashed)}
     return facts, HashesByFile.joined(list(tables), hashed), _error_examples(tables.values())
 

@@ -1,8 +1,8 @@
 """The id hashes of many files (or parts) in one array: what the final check hands the ids index.
 
 Use ``HashesByFile`` where the ids of a run's files travel together: the final check
-(``job.output.verify``) makes one of the parts it read, and the ids index's next segment
-(``job.output.ids.id_segment``) is made from it with the parts renamed to their input files. One array
+(``job.night.check``) makes one of the parts it read, and the ids index's next segment
+(``job.ids.segment``) is made from it with the parts renamed to their input files. One array
 of hashes and one of sizes, not a numpy array per file: a million files of 4 ids held as a million
 arrays (views of the arrays their reads hashed) cost about 300 bytes a file in array headers and
 dict entries; held here, 40.

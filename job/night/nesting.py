@@ -9,7 +9,7 @@ write). So both ways are refused before any work, in one line naming both prefix
   ``_SUCCESS.json``, a Delta log (``_delta_log/``) or an Iceberg table's ``metadata/``. A few
   requests per folder level, in parallel, before the lease is taken.
 - ``refuse_holding_another(output, names)``: the output already holds such a table below it. From
-  the recursive listing of the output the driver makes anyway (``job.output.prefix``), by the
+  the recursive listing of the output the driver makes anyway (``job.night.held``), by the
   names alone: no request of its own, however big the prefix.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.manifest import MANIFEST
+from job.night.manifest import MANIFEST
 from storage import Location
 from storage.parallel import map_in_order
 
