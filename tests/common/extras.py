@@ -6,11 +6,14 @@ Use it in tests that start an engine's command or import its module: the core in
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from types import ModuleType
 
 import pytest
 
-from runners import EXTRAS, missing_extra
+from job.engine import Engine
+from runners import EXTRAS, MissingExtra, engine, missing_extra
 
 
 def skip_without(extra: str) -> None:
@@ -27,3 +30,19 @@ def skip_unless_first_missing(extra: str, hidden: str) -> None:
     if before:
         pytest.skip(f"{', '.join(before)} not installed: the [{extra}] extra's line would name {before[0]!r}, not "
                     f"{hidden!r}; install it with `pip install -e '.[{extra}]'`")
+
+
+def engine_or_skip(name: str) -> Engine:
+    """The engine called ``name``; the test is skipped, naming the install, where its extra is missing here."""
+    try:
+        return engine(name)
+    except MissingExtra as e:
+        pytest.skip(str(e))
+
+
+def module_or_skip(name: str) -> ModuleType:
+    """The module ``name`` (a command's, which needs its extra); skipped, naming the install, where that is missing."""
+    try:
+        return importlib.import_module(name)
+    except MissingExtra as e:
+        pytest.skip(str(e))

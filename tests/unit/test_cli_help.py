@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from runners import ENGINES, engine
+from runners import ENGINES
+from tests.common.extras import engine_or_skip as engine
 
 # The shared groups, in the order --help prints them, and an option each must hold.
 GROUPS = {"input": "--input", "output and table": "--table-format", "re-runs": "--incremental", "model": "--weights",
