@@ -15,6 +15,7 @@ and Pillow then decodes it or words its refusal (routing, not a fallback on erro
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -22,15 +23,23 @@ from typing import Literal
 import numpy as np
 
 from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw, raw_array
-from preprocess.fast_jpeg import decode_whole_jpeg
 from preprocess.recipe import IMAGENET_RECIPE, Recipe
-from preprocess.resample import resize_center_crop_pixels
 from preprocess.transform import resize_center_crop
 
 ImageCell = bytes | np.ndarray | None
 RawShape = tuple[int, int, int]  # (H, W, C) of a raw pixel cell
 CpuResize = Literal["fast", "exact"]
 CPU_RESIZES: tuple[CpuResize, ...] = ("fast", "exact")
+# What the fast path imports (only when it runs, so that the exact path needs neither), by the package that brings it.
+FAST_LIBRARIES = {"cv2": "opencv-python-headless", "simplejpeg": "simplejpeg"}
+
+
+def require_fast_libraries() -> None:
+    """Refuse in one line, before any work, a fast path whose libraries are not installed (an image without OpenCV)."""
+    missing = [package for module, package in FAST_LIBRARIES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ImportError(f"--cpu-resize fast needs {' and '.join(missing)} (dependencies of this package): "
+                          f"pip install {' '.join(missing)}, or pass --cpu-resize exact")
 
 
 @dataclass
@@ -73,6 +82,8 @@ def preprocess_batch(
 def _preprocess_one(
     cell: ImageCell, recipe: Recipe, raw_shape: RawShape | None, max_pixels: int, cpu_resize: CpuResize
 ) -> np.ndarray:
+    from preprocess.resample import resize_center_crop_pixels  # OpenCV: only where the fast path runs
+
     if cell is None:
         raise ImageError("missing image: the image cell is null")
     if raw_shape is not None:
@@ -84,6 +95,7 @@ def _preprocess_one(
     data = bytes(cell)
     if cpu_resize == "exact":
         return resize_center_crop(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels), recipe)
+    from preprocess.fast_jpeg import decode_whole_jpeg  # simplejpeg: imported where the fast path runs, never before
     decoded = decode_whole_jpeg(data, min_size=recipe.resize, max_pixels=max_pixels)
     if decoded is None:  # not a whole JPEG libjpeg-turbo takes strictly: Pillow decodes it, or words its error row
         decoded = np.asarray(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels))

@@ -126,7 +126,7 @@ def finished_manifest(location: Location) -> Manifest:
 def _require_same_options(where: str, recorded: dict | None, current: dict) -> None:
     if recorded is None:
         raise JobError(f"{where} records no job options (not written by this version?); pass --overwrite to start over")
-    recorded = _with_recipe_defaults(recorded)
+    recorded = _with_recorded_defaults(recorded)
     differ = sorted(k for k in current.keys() | recorded.keys() if recorded.get(k) != current.get(k))
     if differ:
         first = differ[0]
@@ -134,9 +134,11 @@ def _require_same_options(where: str, recorded: dict | None, current: dict) -> N
                        f"now {current.get(first)!r}); run with the same options, or pass --overwrite to redo it all")
 
 
-def _with_recipe_defaults(recorded: dict) -> dict:
-    """``recorded`` options with their recipe's fields that a table written before them lacks (interpolation, crop
-    mode) at the values it was made with: its bilinear centre crop is the same recipe as today's default."""
+def _with_recorded_defaults(recorded: dict) -> dict:
+    """``recorded`` options with what a table written before them lacks, at the values it was made with: its recipe's
+    later fields (interpolation, crop mode, crop offset: today's defaults, a bilinear centre crop rounded as
+    torchvision does) and ``cpu_resize`` (exact: Pillow resized every row before the fast path was the default)."""
+    recorded = {"cpu_resize": "exact", **recorded}
     recipe = recorded.get("recipe")
     if not isinstance(recipe, dict):
         return recorded
