@@ -53,7 +53,7 @@ def textured_image(rng: np.random.Generator, width: int, height: int) -> Image.I
         box = (x0, y0, x0 + int(rng.integers(20, max(21, width // 2))), y0 + int(rng.integers(20, max(21, height // 2))))
         fill = tuple(int(v) for v in rng.integers(0, 256, 3))
         (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=fill)
-    texture = _one_over_f(rng, width, height)
+    texture = one_over_f(rng, width, height)
     pixels = np.asarray(base, np.float32) + TEXTURE_LEVELS * texture + rng.normal(0, GRAIN_LEVELS, (height, width, 3))
     return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
 
@@ -65,7 +65,7 @@ TEXTURE_LEVELS = 40.0
 GRAIN_LEVELS = 6.0
 
 
-def _one_over_f(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+def one_over_f(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
     """(height, width, 3) noise of unit deviation whose amplitude falls as 1/frequency, mostly shared by the three
     channels (a photo's texture is mostly in its luminance)."""
     fy, fx = np.fft.fftfreq(height)[:, None], np.fft.rfftfreq(width)[None, :]
