@@ -3,14 +3,15 @@
 Use ``resize_center_crop_pixels`` on a (H, W, 3) uint8 array; ``preprocess.batch`` does, for every recipe, unless
 the job asks for the exact Pillow path (``--cpu-resize exact``). Two OpenCV calls on the kept rectangle:
 a separable prefilter (``preprocess.taps``: least-squares taps that make the interpolation after it weigh the
-source as Pillow's antialiased kernel does), then ``cv2.resize`` at the recipe's exact scale per axis
-(INTER_LINEAR for bilinear recipes, INTER_CUBIC for bicubic ones), whose output is cropped.
+source as Pillow's antialiased kernel does), then ``cv2.resize`` at the recipe's exact scale per axis, whose
+output is cropped. Its interpolation is linear where taps fit Pillow's kernel well enough for it (``LINEAR_FITS``:
+the ResNet50 recipe on 500x375 photos), else cubic, whatever the recipe's kernel.
 
 ``cv2.resize`` puts output pixel i at source ``x0 + (i + 0.5) s - 0.5`` of the rectangle it is given; the
-reference's crop starts at a fraction of a pixel, so the rectangle starts at the whole pixel left of it and
-the taps shift the image by the rest (downscaled axes only: an upscaled axis keeps its whole width, where
-no fraction is left). Where that would resize more than ``RESIZE_WASTE`` times the crop's pixels (a
-panorama cut to a square), ``cv2.remap`` samples the crop's own positions instead, on maps computed once.
+reference's crop starts at a fraction of a pixel. The rectangle starts at a whole pixel a few output pixels
+before the crop, chosen among the next ``MAX_EXTRA_SKIP`` so that the fraction left is small, and the taps shift
+the image by it; the crop is cut from cv2.resize's output. So only the crop and a margin are filtered and resized,
+whatever the image's shape (a 4000x30 strip's 224 crop reads 40 of its 4000 columns).
 
 Measured on one core (BENCHMARKS.md): about 0.3-0.4 ms for a 500x375 photo to a 224 crop, against 1.0-1.4 ms
 for Pillow's resample. Pixels: docs/model.md gives the difference from each model's own transform, per recipe.
@@ -73,7 +74,7 @@ class _Plan:
     skip: tuple[int, int]  # (top, left) of the crop in cv2.resize's output
 
 
-@functools.lru_cache(maxsize=1024)  # a plan holds a few hundred bytes and costs about a millisecond to make
+@functools.lru_cache(maxsize=1024)  # a plan holds a few hundred bytes; a new size costs 1-3 ms (its fits: _taps)
 def _plan(width: int, height: int, recipe: Recipe) -> _Plan:
     resized_w, resized_h = resized_size(width, height, recipe)
     left, top = crop_offsets(resized_w, resized_h, recipe)
@@ -87,11 +88,16 @@ def _plan(width: int, height: int, recipe: Recipe) -> _Plan:
 
 def _chosen(recipe: Recipe, axes: tuple[tuple[float, float], ...]) -> tuple[str, list[Fit]]:
     """Linear interpolation when its taps fit well enough on every axis and not much worse than cubic's, else cubic."""
-    fits = {name: [prefilter_taps(recipe.interpolation, scale, name, shift) for scale, shift in axes]
+    fits = {name: [_taps(recipe.interpolation, round(scale, 4), name, round(shift, 3)) for scale, shift in axes]
             for name in _FLAGS}
     worst = {name: max(fit.residual for fit in axis_fits) for name, axis_fits in fits.items()}
     linear = worst["linear"] <= min(LINEAR_FITS, LINEAR_SLACK * worst["cubic"])
     return ("linear", fits["linear"]) if linear else ("cubic", fits["cubic"])
+
+
+# Photos of many sizes share scales (a short side of 375 at every width) and shifts: a fit rounded to 1e-4 of the
+# scale and 1e-3 pixel of the shift (moving no sample by 1/1000 pixel) is made once, about 0.5-1 ms.
+_taps = functools.lru_cache(maxsize=4096)(prefilter_taps)
 
 
 def _span(size: int, resized: int, offset: int, recipe: Recipe) -> tuple[int, int, int, float]:
