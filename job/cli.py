@@ -21,7 +21,7 @@ from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
-from preprocess import DEFAULT_MAX_PIXELS
+from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError, normalise
 
@@ -182,6 +182,9 @@ def _add_execution(group: argparse._ArgumentGroup) -> None:
                        help="cpu: decode on the CPU workers; gpu: JPEGs decoded and resized on the predictor's GPU "
                             "(other formats on the CPU); auto: the CPU workers decode what they keep up with, the GPU "
                             "the rest; not given: cpu")
+    group.add_argument("--cpu-resize", choices=CPU_RESIZES,
+                       help="how the CPU workers resize: fast (libjpeg-turbo + OpenCV, within mean 1 level of the model's "
+                            "own transform, docs/model.md) or exact (Pillow: the transform's own pixels); not given: fast")
     group.add_argument("--compile", nargs="?", const="on", choices=COMPILE_CHOICES,
                        help="torch.compile the model once per worker: slower start, faster batches. on (the same as a "
                             "bare --compile), off, auto: on a GPU for jobs long enough to repay the compile; not given: off")

@@ -15,7 +15,7 @@ from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from job.errors import JobError
 from job.input.objects import DEFAULT_PER_PART
-from preprocess import DEFAULT_MAX_PIXELS
+from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
 from preprocess.recipe import RGB, Recipe
 from preprocess.routing import DECODE_MODES
 from storage import has_credentials, normalise, redact, within
@@ -76,6 +76,9 @@ class JobConfig:
     rollout_files: int | None = None
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
     compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
+    # fast: libjpeg-turbo + OpenCV, 1.4-1.7x the images per CPU core on photo-like JPEGs, within mean 1 level of the
+    # model's own transform (docs/model.md); exact: Pillow, the transform's own pixels. None: fast.
+    cpu_resize: str | None = None
     # The model (inference.describe_model resolves these once, on the driver, before any work).
     arch: str = DEFAULT_ARCH  # a torchvision classifier the weights were trained as (inference.archs.ARCHS)
     labels: str | None = None  # class names, one per line or a JSON list (path or s3://); None: the checkpoint's, else ImageNet's for imagenet
@@ -113,6 +116,8 @@ class JobConfig:
                  f"--raw-shape must be H,W,C with C 1 or 3, got {self.raw_shape}")
         _require(self.decode in (None, *DECODE_MODES), f"--decode must be one of {', '.join(DECODE_MODES)}, got {self.decode!r}")
         _require(self.compile in (None, *COMPILE_CHOICES), f"--compile must be one of {', '.join(COMPILE_CHOICES)}, got {self.compile!r}")
+        _require(self.cpu_resize in (None, *CPU_RESIZES),
+                 f"--cpu-resize must be one of {', '.join(CPU_RESIZES)}, got {self.cpu_resize!r}")
         _require(self.decode in (None, "cpu") or self.raw_shape is None,
                  f"--decode {self.decode} decodes encoded images; raw pixels (--raw-shape) are already decoded: use --decode cpu")
         _require(not (self.resume and self.overwrite), "--resume keeps the output and --overwrite replaces it; pass one of them")

@@ -25,6 +25,8 @@ from inference.dtypes import EmbeddingDtype, Precision
 from inference.spec import ModelSpec, describe_model
 from job.config import JobConfig
 from job.errors import JobError
+from preprocess import CpuResize
+from preprocess.batch import require_fast_libraries
 from preprocess.recipe import Recipe
 from preprocess.routing import DECODE_MODES, DecodeMode
 
@@ -34,6 +36,9 @@ BATCH_SIZE_CPU = 32  # CPU inference gains nothing past this and holds memory lo
 # What a GPU has run (see the module docstring): the defaults with a GPU until GPU figures move them.
 DEFAULT_DECODE: DecodeMode = "cpu"
 DEFAULT_COMPILE = "off"
+# The CPU workers' resize: OpenCV's, within the recipe's stated tolerance, 1.4-1.7x Pillow's images per core on
+# photo-like JPEGs (BENCHMARKS.md); --cpu-resize exact keeps Pillow's pixels.
+DEFAULT_CPU_RESIZE: CpuResize = "fast"
 DEFAULT_TOPK = 5  # labels kept per image, lowered to the class count for smaller heads (a 2-class model: 2)
 # GPUs without bf16 (before Ampere), by the names Ray and the clouds give them: fp16 there.
 NO_BF16_GPUS = ("K80", "M60", "P4", "P40", "P100", "V100", "T4")
@@ -77,6 +82,7 @@ class Execution:
     topk: int  # labels kept per image: --topk, else DEFAULT_TOPK or the class count when smaller
     predictions: bool  # the prediction columns (label, score, top-k, their names); False: --embeddings only
     embeddings: EmbeddingDtype | None  # the embedding column's element type; None: no embedding column
+    cpu_resize: CpuResize = DEFAULT_CPU_RESIZE  # how the CPU workers resize (preprocess.batch): fast or exact
     reasons: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
     @property
@@ -129,6 +135,12 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
     """
     reasons: dict[str, str] = {}
     decode = _chosen("decode", config.decode, DEFAULT_DECODE, reasons)
+    cpu_resize = _chosen("cpu_resize", config.cpu_resize, DEFAULT_CPU_RESIZE, reasons)
+    if cpu_resize == "fast":
+        try:
+            require_fast_libraries()
+        except ImportError as e:
+            raise JobError(str(e)) from e
     require_capable(decode, capabilities, engine)
     batch = BATCH_SIZE_GPU if devices.kind == "cuda" else BATCH_SIZE_CPU
     batch_size = _chosen("batch_size", config.batch_size, batch, reasons, f"the default on {devices.kind}")
@@ -142,7 +154,8 @@ def decide(config: JobConfig, capabilities: Capabilities, devices: Devices, imag
     return Execution(device=devices.kind, device_name=devices.name, decode=decode, auto_adapts=decode == "auto" and capabilities.adapts_auto,
                      batch_size=batch_size, precision=precision, compile=compiled, model=model, topk=topk,
                      predictions=config.embeddings != "only",
-                     embeddings=None if config.embeddings == "off" else config.embedding_dtype, reasons=reasons)
+                     embeddings=None if config.embeddings == "off" else config.embedding_dtype, cpu_resize=cpu_resize,
+                     reasons=reasons)
 
 
 def require_capable(decode: str | None, capabilities: Capabilities, engine: str) -> None:

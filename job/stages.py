@@ -79,6 +79,7 @@ class Preprocess:
     def __init__(self, config: JobConfig, execution: Execution, feedback: FeedbackSource | None = None) -> None:
         self.config = config
         self.recipe = execution.recipe
+        self.cpu_resize = execution.cpu_resize
         self.router = DecodeRouter(execution.decode)
         # --decode auto on an engine that adapts: the device's word on how hungry it is, asked per batch.
         self.feedback = feedback if execution.auto_adapts else None
@@ -108,10 +109,12 @@ class Preprocess:
         raw = self._raw(records)
         cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
         if raw is None and self.router.mode != "cpu":
-            routed = preprocess_routed(cells, self.router, self.recipe, max_pixels=self.config.max_pixels)
+            routed = preprocess_routed(cells, self.router, self.recipe, max_pixels=self.config.max_pixels,
+                                       cpu_resize=self.cpu_resize)
             routed.errors = read_errors(records, routed.errors)
             return SplitBatch(ids, routed, files, rows)
-        out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels)
+        out = preprocess_batch(cells, self.recipe, raw_shapes=raw, max_pixels=self.config.max_pixels,
+                               cpu_resize=self.cpu_resize)
         pixels = out.pixels if out.ok.all() else out.pixels[out.ok]
         return PixelBatch(ids, pixels, read_errors(records, out.errors), files, rows)
 
@@ -143,7 +146,8 @@ class Classify:
         """The device's decode + resize (``--decode gpu|auto``), made at the first batch that needs it."""
         from preprocess.device_stage import DeviceStage
 
-        return DeviceStage(self.predictor.device, self.execution.recipe, max_pixels=self.config.max_pixels)
+        return DeviceStage(self.predictor.device, self.execution.recipe, max_pixels=self.config.max_pixels,
+                           cpu_resize=self.execution.cpu_resize)
 
     def __call__(self, batch: Batch) -> pa.Table:
         """The output rows of ``batch``, with its input files and positions when it has them, and

@@ -3,26 +3,43 @@
 This is the function every engine calls. A bad image never fails the batch: its row gets
 zeros in ``pixels`` and a reason in ``errors``, and the predictor skips it.
 
-Every image takes the Pillow path: torchvision's eval transform's pixels, and every error row's
-words. ``fast_jpeg=True`` (the benchmarks', until a GPU session's figures and a trained model's
-agreement decide it) sends whole JPEGs through ``preprocess.fast_jpeg`` first: libjpeg-turbo
-direct, then an OpenCV resample within ``preprocess.transform.PIXEL_TOLERANCE`` of those pixels;
-a JPEG it declines still takes Pillow. It needs the ``fastjpeg`` extra (simplejpeg, OpenCV).
+Two ways to resize, one per job (``--cpu-resize``), both for every recipe:
+- ``fast`` (the default): whole JPEGs are decoded by libjpeg-turbo directly (``preprocess.fast_jpeg``: the same
+  pixels as Pillow's decode), every other image by Pillow; then OpenCV resizes and crops
+  (``preprocess.resample``), within the tolerance docs/model.md states per recipe of the model's own transform.
+  1.4-1.6x the images per core of the exact path on photo-like 500x375 JPEGs (BENCHMARKS.md).
+- ``exact``: Pillow decodes, resizes and crops every image: the reference transform's own pixels.
+Either way, every error row is worded by the Pillow path: the fast decode declines whatever it is not sure of,
+and Pillow then decodes it or words its refusal (routing, not a fallback on error).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw
+from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw, raw_array
 from preprocess.recipe import IMAGENET_RECIPE, Recipe
 from preprocess.transform import resize_center_crop
 
 ImageCell = bytes | np.ndarray | None
 RawShape = tuple[int, int, int]  # (H, W, C) of a raw pixel cell
+CpuResize = Literal["fast", "exact"]
+CPU_RESIZES: tuple[CpuResize, ...] = ("fast", "exact")
+# What the fast path imports (only when it runs, so that the exact path needs neither), by the package that brings it.
+FAST_LIBRARIES = {"cv2": "opencv-python-headless", "simplejpeg": "simplejpeg"}
+
+
+def require_fast_libraries() -> None:
+    """Refuse in one line, before any work, a fast path whose libraries are not installed (an image without OpenCV)."""
+    missing = [package for module, package in FAST_LIBRARIES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ImportError(f"--cpu-resize fast needs {' and '.join(missing)} (dependencies of this package): "
+                          f"pip install {' '.join(missing)}, or pass --cpu-resize exact")
 
 
 @dataclass
@@ -42,19 +59,20 @@ def preprocess_batch(
     *,
     raw_shapes: Sequence[RawShape] | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
-    fast_jpeg: bool = False,
+    cpu_resize: CpuResize = "fast",
 ) -> PreprocessedBatch:
     """Decode (or wrap raw pixels), resize and crop every cell.
 
-    ``raw_shapes``: one (H, W, C) per cell when cells hold raw uint8 pixels rather than
-    encoded bytes. ``fast_jpeg=True``: whole JPEGs through libjpeg-turbo and OpenCV, faster, within
-    ``PIXEL_TOLERANCE`` of torchvision's pixels (``benchmarks.preprocess_bench`` times both on the same images).
+    ``raw_shapes``: one (H, W, C) per cell when cells hold raw uint8 pixels rather than encoded bytes.
+    ``cpu_resize``: ``fast`` (OpenCV, within the recipe's stated tolerance) or ``exact`` (Pillow's pixels).
     """
+    if cpu_resize not in CPU_RESIZES:
+        raise ValueError(f"cpu_resize must be one of {', '.join(CPU_RESIZES)}, got {cpu_resize!r}")
     pixels = np.zeros((len(cells), recipe.crop, recipe.crop, 3), dtype=np.uint8)
     errors: list[str | None] = []
     for i, cell in enumerate(cells):
         try:
-            pixels[i] = _preprocess_one(cell, recipe, raw_shapes[i] if raw_shapes else None, max_pixels, fast_jpeg)
+            pixels[i] = _preprocess_one(cell, recipe, raw_shapes[i] if raw_shapes else None, max_pixels, cpu_resize)
             errors.append(None)
         except ImageError as e:
             errors.append(str(e))
@@ -62,21 +80,23 @@ def preprocess_batch(
 
 
 def _preprocess_one(
-    cell: ImageCell, recipe: Recipe, raw_shape: RawShape | None, max_pixels: int, fast_jpeg: bool
+    cell: ImageCell, recipe: Recipe, raw_shape: RawShape | None, max_pixels: int, cpu_resize: CpuResize
 ) -> np.ndarray:
+    from preprocess.resample import resize_center_crop_pixels  # OpenCV: only where the fast path runs
+
     if cell is None:
         raise ImageError("missing image: the image cell is null")
     if raw_shape is not None:
         if None in raw_shape:
             raise ImageError(f"raw pixels: incomplete shape {raw_shape}")
-        image = pixels_from_raw(cell, raw_shape)
-        return resize_center_crop(image, recipe)
+        if cpu_resize == "exact":
+            return resize_center_crop(pixels_from_raw(cell, raw_shape), recipe)
+        return resize_center_crop_pixels(raw_array(cell, raw_shape), recipe)
     data = bytes(cell)
-    if fast_jpeg and recipe.interpolation == "bilinear":  # OpenCV's resample stands in for Pillow's bilinear only
-        from preprocess.fast_jpeg import decode_whole_jpeg  # the fastjpeg extra's libraries, only when asked for
-        from preprocess.transform import resize_center_crop_pixels
-
-        decoded = decode_whole_jpeg(data, min_size=recipe.resize, max_pixels=max_pixels)
-        if decoded is not None:
-            return resize_center_crop_pixels(decoded, recipe)
-    return resize_center_crop(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels), recipe)
+    if cpu_resize == "exact":
+        return resize_center_crop(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels), recipe)
+    from preprocess.fast_jpeg import decode_whole_jpeg  # simplejpeg: imported where the fast path runs, never before
+    decoded = decode_whole_jpeg(data, min_size=recipe.resize, max_pixels=max_pixels)
+    if decoded is None:  # not a whole JPEG libjpeg-turbo takes strictly: Pillow decodes it, or words its error row
+        decoded = np.asarray(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels))
+    return resize_center_crop_pixels(decoded, recipe)

@@ -4,10 +4,11 @@ Use it to time the CPU stage alone on the same image bytes, in one thread and on
 (``runners.compare --stage preprocess`` on a job's input, ``benchmarks/preprocess_bench.py``
 on synthetic JPEGs). Each method turns a list of encoded images into model input:
 
-- ``ours``: ``preprocess_batch``, what the job runs (Pillow: decode at reduced size, one resize of
-  the kept rectangle, uint8 out; normalisation happens later, on the device), torchvision's pixels.
-- ``ours_fast_jpeg``: ``preprocess_batch(fast_jpeg=True)``, the candidate: whole JPEGs through
-  libjpeg-turbo direct and one OpenCV resample (the ``fastjpeg`` extra), within ``PIXEL_TOLERANCE``.
+- ``ours``: ``preprocess_batch``, what the job runs by default (``--cpu-resize fast``: whole JPEGs through
+  libjpeg-turbo direct, one OpenCV prefilter + resize of the kept rectangle, uint8 out; normalisation happens later,
+  on the device), within ``preprocess.resample.PIXEL_TOLERANCE`` of the exact path.
+- ``ours_exact``: ``preprocess_batch(cpu_resize="exact")`` (Pillow: decode at reduced size, one resize of the kept
+  rectangle), torchvision's pixels: the job's default until the fast path became it (fd2d3cf's).
 - ``torchvision_resize_crop``: PIL decode + ``transforms.v2`` Resize + CenterCrop, uint8
   out: the same output as ours, the way torchvision computes it.
 - ``torchvision_transform(preset)``: PIL decode + a full torchvision preset such as
@@ -41,12 +42,15 @@ def ours(recipe: Recipe) -> Method:
     return lambda images: preprocess_batch(images, recipe)
 
 
-def ours_fast_jpeg(recipe: Recipe) -> Method:
-    return lambda images: preprocess_batch(images, recipe, fast_jpeg=True)
+def ours_exact(recipe: Recipe) -> Method:
+    return lambda images: preprocess_batch(images, recipe, cpu_resize="exact")
 
 
 def torchvision_resize_crop(recipe: Recipe) -> Method:
-    resize_crop = v2.Compose([v2.Resize(recipe.resize, InterpolationMode.BILINEAR, antialias=True), v2.CenterCrop(recipe.crop)])
+    """torchvision's Resize + CenterCrop for ``recipe`` (its kernel; both sides for a squash), on PIL, uint8."""
+    kernel = InterpolationMode.BICUBIC if recipe.interpolation == "bicubic" else InterpolationMode.BILINEAR
+    size = [recipe.resize, recipe.resize] if recipe.crop_mode == "squash" else recipe.resize
+    resize_crop = v2.Compose([v2.Resize(size, kernel, antialias=True), v2.CenterCrop(recipe.crop)])
     return lambda images: np.stack([np.asarray(resize_crop(_pil(b)), np.uint8) for b in images])  # (N, crop, crop, 3)
 
 
@@ -57,7 +61,7 @@ def torchvision_transform(transform: Callable[[Image.Image], torch.Tensor]) -> M
 def methods(recipe: Recipe, preset: Callable[[Image.Image], torch.Tensor], preset_name: str) -> dict[str, tuple[str, Method]]:
     """{name: (description, method)}: ours and torchvision's two, all to ``recipe``'s crop; ``preset_name`` names ``preset``."""
     return {
-        "ours": ("ours: preprocess_batch (Pillow decode at reduced size + one resize, uint8)", ours(recipe)),
+        "ours": ("ours: preprocess_batch (libjpeg-turbo decode + one OpenCV resize, uint8)", ours(recipe)),
         "torchvision_resize_crop": (f"torchvision v2 Resize({recipe.resize}) + CenterCrop({recipe.crop}) on PIL, uint8",
                                     torchvision_resize_crop(recipe)),
         "torchvision_preset": (f"torchvision {preset_name} (float, normalised)", torchvision_transform(preset)),

@@ -76,16 +76,21 @@ def inspect_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image
 
 def pixels_from_raw(pixels: np.ndarray | bytes, shape: tuple[int, int, int]) -> Image.Image:
     """Wrap raw uint8 HWC pixels (the reference benchmark's format) as an RGB image."""
+    return Image.fromarray(raw_array(pixels, shape), "RGB")
+
+
+def raw_array(pixels: np.ndarray | bytes, shape: tuple[int, int, int]) -> np.ndarray:
+    """Raw uint8 HWC pixels as an (H, W, 3) RGB array (grayscale repeated), refusing a wrong count or channel count."""
     array = np.frombuffer(pixels, dtype=np.uint8) if isinstance(pixels, (bytes, bytearray, memoryview)) else pixels
     expected = int(np.prod(shape))
     if array.size != expected:
         raise ImageError(f"raw pixels: got {array.size} values, expected {expected} for shape {shape}")
     array = np.ascontiguousarray(array, dtype=np.uint8).reshape(shape)
     if shape[2] == 1:
-        array = np.repeat(array, 3, axis=2)
-    elif shape[2] != 3:
+        return np.repeat(array, 3, axis=2)
+    if shape[2] != 3:
         raise ImageError(f"raw pixels: {shape[2]} channels, expected 1 or 3")
-    return Image.fromarray(array, "RGB")
+    return array
 
 
 def _open(data: bytes, max_pixels: int) -> Image.Image:

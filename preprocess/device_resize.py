@@ -1,10 +1,18 @@
 """Resize + centre-crop a whole batch of decoded images in one kernel, on their device.
 
-Use ``resize_center_crop_batch`` on the decoder's output. Images of different sizes are
-copied into a zero-padded float canvas (N, 3, Hmax, Wmax) and ``torchvision.ops.roi_align``
-samples each image's box (the crop region of the CPU recipe, ``preprocess.transform.source_box``)
-into (N, 3, crop, crop): one kernel, where one ``F.interpolate`` per image ran at a third of the
-speed (44,400 against 14,100 img/s for 256 500x375 images on an H100).
+Use ``resize_center_crop_batch`` on the decoder's output; it follows the recipe (kernel, centre or squash,
+the crop's rounding) as the CPU paths do.
+
+Bilinear recipes: images of different sizes are copied into a zero-padded float canvas (N, 3, Hmax, Wmax) and
+``torchvision.ops.roi_align`` samples each image's box (the crop region of the CPU recipe,
+``preprocess.transform.source_box``) into (N, 3, crop, crop): one kernel, where one ``F.interpolate`` per image
+ran at a third of the speed (44,400 against 14,100 img/s for 256 500x375 images on an H100).
+
+Bicubic recipes, and bilinear squashes: roi_align has no cubic sampling, and its one sampling ratio per canvas
+cannot blur a squash's two scales as Pillow does (textured 500x375 to 224x224: 1.25 levels mean from Pillow's
+pixels). Each group of images of one size is resized whole by ``F.interpolate(antialias=True)`` (bicubic: Keys'
+a = -0.5 widened by the downscale, Pillow's kernel; bilinear: Pillow's triangle) and cropped: 0.3 levels mean;
+one call per distinct size in the batch (a night's photos come in a few). Not yet run on a GPU.
 
 Sampling: ``roi_align`` averages ``sampling_ratio`` x ``sampling_ratio`` bilinear samples per
 output pixel, a box filter over the pixel's footprint: that is what stands in for Pillow's
@@ -22,10 +30,11 @@ import math
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torchvision.ops import roi_align
 
 from preprocess.recipe import Recipe
-from preprocess.transform import source_box
+from preprocess.transform import crop_offsets, resized_size, source_box
 
 # Bilinear samples per source pixel, along each side, when shrinking by more than sqrt(2). Mean
 # absolute difference to the CPU path (Pillow), same libjpeg-turbo decode, 500x375 JPEGs (x1.62
@@ -47,6 +56,8 @@ def resize_center_crop_batch(images: Sequence[torch.Tensor], recipe: Recipe) -> 
     """(3, H_i, W_i) uint8 images -> (N, 3, crop, crop) float32 in [0, 255], on their device."""
     if not images:
         raise ValueError("resize_center_crop_batch needs at least one image")
+    if recipe.interpolation == "bicubic" or recipe.crop_mode == "squash":
+        return _interpolated_batch(images, recipe)
     sizes = [(int(i.shape[1]), int(i.shape[2])) for i in images]
     groups = plan_canvases(sizes)
     outputs = [_crop_group([images[i] for i in g], [sizes[i] for i in g], recipe) for g in groups]
@@ -55,6 +66,23 @@ def resize_center_crop_batch(images: Sequence[torch.Tensor], recipe: Recipe) -> 
     order = torch.tensor([i for g in groups for i in g], device=outputs[0].device)
     result = torch.empty((len(images), *outputs[0].shape[1:]), dtype=outputs[0].dtype, device=outputs[0].device)
     return result.index_copy_(0, order, torch.cat(outputs))  # back to the input order
+
+
+def _interpolated_batch(images: Sequence[torch.Tensor], recipe: Recipe) -> torch.Tensor:
+    """Pillow's antialiased kernel: per size, one whole-image ``F.interpolate``, then the recipe's crop."""
+    by_size: dict[Size, list[int]] = {}
+    for i, image in enumerate(images):
+        by_size.setdefault((int(image.shape[1]), int(image.shape[2])), []).append(i)
+    out = images[0].new_empty((len(images), 3, recipe.crop, recipe.crop), dtype=torch.float32)
+    for (height, width), rows in by_size.items():
+        resized_w, resized_h = resized_size(width, height, recipe)
+        left, top = crop_offsets(resized_w, resized_h, recipe)
+        group = torch.stack([images[i] for i in rows]).float()  # (n, 3, H, W)
+        resized = F.interpolate(group, size=(resized_h, resized_w), mode=recipe.interpolation, antialias=True,
+                                align_corners=False)
+        crop = resized[:, :, top:top + recipe.crop, left:left + recipe.crop].clamp_(0, 255)  # Pillow clips the overshoot
+        out[torch.tensor(rows, device=out.device)] = crop
+    return out
 
 
 def plan_canvases(sizes: Sequence[Size]) -> list[list[int]]:

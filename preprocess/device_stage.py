@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from preprocess.batch import preprocess_batch
+from preprocess.batch import CpuResize, preprocess_batch
 from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.device_decode import DecoderName, JpegDecoder
 from preprocess.device_resize import resize_center_crop_batch
@@ -44,10 +44,12 @@ class DeviceStage:
         *,
         decoder: DecoderName | None = None,
         max_pixels: int = DEFAULT_MAX_PIXELS,
+        cpu_resize: CpuResize = "fast",
     ) -> None:
         self.device = device
         self.recipe = recipe
         self.max_pixels = max_pixels
+        self.cpu_resize = cpu_resize  # for the JPEGs the device decoder refuses: the CPU path, as the CPU workers run it
         self.decoder = JpegDecoder(device, decoder)
 
     def __call__(self, batch: RoutedBatch) -> DeviceImages:
@@ -71,7 +73,8 @@ class DeviceStage:
         rows = [row for k, row in enumerate(batch.cpu_rows) if errors[row] is None]
         pixels = batch.pixels[[k for k, row in enumerate(batch.cpu_rows) if errors[row] is None]]
         if refused:
-            fallback = preprocess_batch([batch.encoded[k] for k in refused], self.recipe, max_pixels=self.max_pixels)
+            fallback = preprocess_batch([batch.encoded[k] for k in refused], self.recipe, max_pixels=self.max_pixels,
+                                        cpu_resize=self.cpu_resize)
             for k, error in zip(refused, fallback.errors):
                 errors[batch.device_rows[k]] = error
             rows += [batch.device_rows[k] for k, e in zip(refused, fallback.errors) if e is None]

@@ -28,12 +28,16 @@ INTERPOLATIONS = ("bilinear", "bicubic")
 # "center", CLIP, DINOv2). squash: both sides to ``resize`` (aspect not kept), then the centre ``crop`` (timm's
 # "squash"; a Hugging Face ViT or SigLIP processor's height x width resize with no crop is resize == crop).
 CROP_MODES = ("center", "squash")
+# Where the centre crop starts when the resized side exceeds the crop by an odd number of pixels: round
+# ((h - crop) / 2 rounded half to even: torchvision's CenterCrop, timm's, Hugging Face's torchvision-backed "fast"
+# processors) or floor ((h - crop) // 2: Hugging Face's PIL-backed processors' center_crop, e.g. CLIP's).
+CROP_OFFSETS = ("round", "floor")
 
 
 @dataclass(frozen=True)
 class Recipe:
     """A model's eval transform as numbers: Resize(resize, interpolation) + CenterCrop(crop) + Normalize(mean, std),
-    the resize keeping the aspect (``crop_mode`` center) or not (squash)."""
+    the resize keeping the aspect (``crop_mode`` center) or not (squash), the crop's start rounded (``crop_offset``)."""
 
     resize: int = 232  # short side after resize; ResNet50_Weights.IMAGENET1K_V2 uses 232 (V1: 256)
     crop: int = 224  # square centre crop fed to the network
@@ -41,6 +45,7 @@ class Recipe:
     std: RGB = (0.229, 0.224, 0.225)
     interpolation: str = "bilinear"  # INTERPOLATIONS: torchvision's ResNet50 weights are bilinear, most timm ones bicubic
     crop_mode: str = "center"  # CROP_MODES: center keeps the aspect; squash resizes both sides to ``resize``
+    crop_offset: str = "round"  # CROP_OFFSETS: torchvision's rounding of the crop's start; floor: HF's PIL processors
 
     def __post_init__(self) -> None:
         for name in ("resize", "crop"):
@@ -54,6 +59,8 @@ class Recipe:
             raise ValueError(f"the recipe's interpolation must be one of {', '.join(INTERPOLATIONS)}, got {self.interpolation!r}")
         if self.crop_mode not in CROP_MODES:
             raise ValueError(f"the recipe's crop_mode must be one of {', '.join(CROP_MODES)}, got {self.crop_mode!r}")
+        if self.crop_offset not in CROP_OFFSETS:
+            raise ValueError(f"the recipe's crop_offset must be one of {', '.join(CROP_OFFSETS)}, got {self.crop_offset!r}")
         object.__setattr__(self, "mean", _channels("mean", self.mean, positive=False))
         object.__setattr__(self, "std", _channels("std", self.std, positive=True))
 
@@ -74,7 +81,7 @@ class Recipe:
     def to_dict(self) -> dict:
         """As the manifest and part footers record it (JSON lists, not tuples)."""
         return {"resize": self.resize, "crop": self.crop, "mean": list(self.mean), "std": list(self.std),
-                "interpolation": self.interpolation, "crop_mode": self.crop_mode}
+                "interpolation": self.interpolation, "crop_mode": self.crop_mode, "crop_offset": self.crop_offset}
 
 
 def _channels(name: str, values: object, *, positive: bool) -> RGB:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from preprocess.batch import preprocess_batch
+from preprocess.batch import CpuResize, preprocess_batch
 from preprocess.decode import DEFAULT_MAX_PIXELS
 from preprocess.routing import DecodeRouter
 from preprocess.screen import screen
@@ -46,8 +46,9 @@ def preprocess_routed(
     recipe: Recipe = IMAGENET_RECIPE,
     *,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    cpu_resize: CpuResize = "fast",
 ) -> RoutedBatch:
-    """Screen every cell, let ``router`` split the device-decodable ones, decode the rest here."""
+    """Screen every cell, let ``router`` split the device-decodable ones, decode the rest here (``cpu_resize``: how)."""
     started = time.perf_counter()
     screenings = [screen(cell, max_pixels) for cell in cells]
     candidates = [i for i, s in enumerate(screenings) if s.device]
@@ -56,7 +57,7 @@ def preprocess_routed(
     sent = set(device_rows)
     cpu_rows = [i for i in range(len(cells)) if i not in sent]
     decode_started = time.perf_counter()
-    decoded = preprocess_batch([cells[i] for i in cpu_rows], recipe, max_pixels=max_pixels)
+    decoded = preprocess_batch([cells[i] for i in cpu_rows], recipe, max_pixels=max_pixels, cpu_resize=cpu_resize)
     finished = time.perf_counter()
     router.record_batch(finished - started, len(cpu_rows), finished - decode_started)
     errors: list[str | None] = [None] * len(cells)

@@ -23,7 +23,9 @@
 #   DRY_RUN=1 bash scripts/gpu_session.sh lease  # anywhere, CPU too, ~7 min on 2 loaded cores: every step tiny, rows under $OUT only
 #
 # The machine's image has Python 3.12, torch, torchvision, numpy, pandas, pyarrow, pillow, matplotlib
-# and pytest; the bundle adds Ray, boto3 and nvImageCodec. Spark and SageMaker are left out there
+# and pytest; the bundle adds Ray, boto3, simplejpeg and nvImageCodec. The default CPU path (--cpu-resize fast) also
+# needs OpenCV (cv2): where the image lacks it, pass GPU_BUNDLE_EXTRA=opencv-python-headless to the bundle (61 MB:
+# check the 64 MiB the working tree and bundle may weigh) or the jobs stop in one line naming --cpu-resize exact. Spark and SageMaker are left out there
 # (no Java); the GPU figures that matter are the device stage, the Ray job and the DataLoader baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,10 +100,10 @@ short-jobs)
   ;;
 lease)  # one call of a 15-minute lease: at most 8 files come back (6 logs, gpu.txt, one tar of the reports and result rows)
   export PYTHONUNBUFFERED=1; REPORTS=/tmp/gpu-reports; mkdir -p $REPORTS
-  RESULTS=benchmarks/results; IMAGES=${IMAGES:-65536}; PRE="--images 64 --repeats 3"; STAGE="--batch 256 --seconds 3"; RUNS=2
-  if [ "$DRY_RUN" = 1 ]; then RESULTS=$OUT/results; IMAGES=64; PRE="--images 4 --repeats 1 --sizes imagenet_500x375"; STAGE="--batch 4 --seconds 0"; RUNS=1; fi
+  RESULTS=benchmarks/results; IMAGES=${IMAGES:-65536}; PRE="--images 64 --repeats 3 --sets textured_500x375 light_500x375"; STAGE="--batch 256 --seconds 3"; RUNS=2
+  if [ "$DRY_RUN" = 1 ]; then RESULTS=$OUT/results; IMAGES=64; PRE="--images 4 --repeats 1 --sets textured_500x375 --recipes resnet50_bilinear_232_224 --tolerance-images 2"; STAGE="--batch 4 --seconds 0"; RUNS=1; fi
   mkdir -p "$RESULTS"; RESULTS=$(cd "$RESULTS" && pwd)
-  timeout 90 python -m benchmarks.preprocess_bench $PRE --agreement-images 0 --results "$RESULTS/preprocess.jsonl" \
+  timeout 90 python -m benchmarks.preprocess_bench $PRE --results "$RESULTS/preprocess.jsonl" \
     2>&1 | tee "$OUT/preprocess-bench.txt" || true
   timeout 90 python -m benchmarks.gpu_stage_bench $STAGE --no-compile --results "$RESULTS/gpu_stage.jsonl" 2>&1 | tee "$OUT/gpu-stage-bench.txt" || true
   python -m runners.make_dataset --output /tmp/gpu-in --images "$IMAGES" --rows-per-file 512

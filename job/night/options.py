@@ -6,7 +6,8 @@ table (``Snapshot.models``). Two parts' rows are comparable when their keys are 
 from a file's is either a rollout (``job.night.rollout``) or refused, naming what differs (``differing``).
 
 Options recorded before a field existed read as that field's value then (``normalised``): a recipe without an
-interpolation or crop mode was the bilinear centre crop every recipe was.
+interpolation or crop mode was the bilinear centre crop every recipe was, and rows made before ``--cpu-resize``
+were Pillow's (``exact``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ KEY_HEX = 12  # 48 bits of the options' digest: a table holds a few option sets 
 
 
 def normalised(options: Mapping) -> dict:
-    """``options`` with the fields an older record lacks at the values it was made with."""
+    """``options`` with the fields an older record lacks at the values it was made with: its recipe's later fields
+    (interpolation, crop mode, crop offset: today's defaults, a bilinear centre crop rounded as torchvision does) and
+    ``cpu_resize`` (exact: Pillow resized every row before the fast path was the default)."""
+    options = {"cpu_resize": "exact", **options}
     recipe = options.get("recipe")
     if isinstance(recipe, Mapping):
         return {**options, "recipe": {**Recipe().to_dict(), **recipe}}
-    return dict(options)
+    return options
 
 
 def options_key(options: Mapping) -> str:

@@ -52,9 +52,10 @@ STEM_CHARS = 64  # keeps part names readable (and under S3's 1024-byte keys) for
 PART_NAME = re.compile(r"part-[A-Za-z0-9._-]*-[0-9a-f]{8}(-[0-9a-f]{8}){0,2}\.parquet")  # what part_name makes
 # What decides a part's rows; --resume refuses parts written with others. The user's options...
 OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", "max_pixels")
-# ...the run's decisions (job.execution): who decoded (pixels differ by resampling rounding
-# between the CPU and the device paths), at what precision, with which recipe, which columns...
-EXECUTION_OPTIONS = ("decode", "precision", "recipe", "topk", "predictions", "embeddings")
+# ...the run's decisions (job.execution): who decoded and how the CPU resized (pixels differ by resampling
+# rounding between the CPU and the device paths, and between --cpu-resize fast and exact), at what precision,
+# with which recipe, which columns...
+EXECUTION_OPTIONS = ("decode", "cpu_resize", "precision", "recipe", "topk", "predictions", "embeddings")
 # ...and the model the driver described: its architecture, names and weights by their hashes.
 MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
 # The parts' own layout: 2 adds the lineage columns. A table of parts laid out otherwise is refused (one line naming

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from job.errors import JobError
 from storage import Location, storage_errors
@@ -37,6 +37,48 @@ def synthetic_image(rng: np.random.Generator, width: int, height: int) -> Image.
     field = np.asarray(Image.fromarray(coarse, "RGB").resize((width, height), Image.Resampling.BICUBIC), np.int16)
     noise = rng.normal(0, 12, size=(height, width, 3))
     return Image.fromarray(np.clip(field + noise, 0, 255).astype(np.uint8), "RGB")
+
+
+def textured_image(rng: np.random.Generator, width: int, height: int) -> Image.Image:
+    """A textured photo-like RGB image: sharp-edged shapes over a colour field, a 1/f texture (the spectrum of
+    natural images) and sensor grain. At 500x375, JPEG quality 90: about 98 KB, as photos of that size weigh, where
+    ``synthetic_image`` weighs 71 KB: the decode and the resize cost what they cost on photos, and resamplers
+    differ as they do on photos' edges and fine detail (mean differences within 0.2 level of real photos').
+    """
+    base = Image.fromarray(rng.integers(0, 256, size=(6, 8, 3), dtype=np.uint8), "RGB").resize(
+        (width, height), Image.Resampling.BICUBIC)
+    draw = ImageDraw.Draw(base)
+    for _ in range(TEXTURE_SHAPES):
+        x0, y0 = int(rng.integers(0, width)), int(rng.integers(0, height))
+        box = (x0, y0, x0 + int(rng.integers(20, max(21, width // 2))), y0 + int(rng.integers(20, max(21, height // 2))))
+        fill = tuple(int(v) for v in rng.integers(0, 256, 3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=fill)
+    texture = one_over_f(rng, width, height)
+    pixels = np.asarray(base, np.float32) + TEXTURE_LEVELS * texture + rng.normal(0, GRAIN_LEVELS, (height, width, 3))
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
+
+
+# textured_image's make-up: shapes, the texture's and the grain's standard deviations in levels (about 98 KB a
+# 500x375 JPEG at quality 90; 34 and 6 give 92 KB, 30 and 8 give 88 KB).
+TEXTURE_SHAPES = 8
+TEXTURE_LEVELS = 40.0
+GRAIN_LEVELS = 6.0
+
+
+def one_over_f(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    """(height, width, 3) noise of unit deviation whose amplitude falls as 1/frequency, mostly shared by the three
+    channels (a photo's texture is mostly in its luminance)."""
+    fy, fx = np.fft.fftfreq(height)[:, None], np.fft.rfftfreq(width)[None, :]
+    frequency = np.hypot(fx, fy)
+    frequency[0, 0] = 1.0
+    channels = []
+    for _ in range(3):
+        spectrum = np.fft.rfft2(rng.normal(size=(height, width))) / frequency
+        spectrum[0, 0] = 0.0
+        channel = np.fft.irfft2(spectrum, s=(height, width))
+        channels.append(channel / max(channel.std(), 1e-9))
+    shared = channels[0]
+    return np.stack([0.7 * shared + 0.3 * c for c in channels], axis=-1).astype(np.float32)
 
 
 def encode(image: Image.Image, fmt: str) -> bytes:

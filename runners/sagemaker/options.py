@@ -34,7 +34,7 @@ class SageMakerOptions:
     image_uri: str | None = None  # default: the official PyTorch inference image for the region
     host: str = "127.0.0.1"  # --local server bind address; loopback unless asked
     timeout_minutes: int = 120  # give up waiting for the AWS job (it keeps running; stop it in the console)
-    wheelhouse: str = DEFAULT_WHEELHOUSE  # wheels for the image (pyarrow), downloaded once, shipped in model.tar.gz
+    wheelhouse: str = DEFAULT_WHEELHOUSE  # wheels for the image (pyarrow, simplejpeg), downloaded once, shipped in model.tar.gz
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_payload_mb <= MAX_PAYLOAD_MB:
@@ -69,7 +69,7 @@ def add_sagemaker_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--host", default="127.0.0.1", help="--local server bind address; 127.0.0.1 listens on loopback only")
     group.add_argument("--timeout-minutes", type=int, default=120, help="stop waiting for the AWS job after this")
     group.add_argument("--wheelhouse", default=DEFAULT_WHEELHOUSE,
-                       help="wheels the serving image lacks (pyarrow) for its Python; filled by pip download when empty")
+                       help="wheels the serving image lacks (pyarrow, simplejpeg) for its Python; filled by pip download when empty")
 
 
 def options_from_args(args: argparse.Namespace) -> SageMakerOptions:

@@ -10,7 +10,7 @@ Layout (the container unpacks it into /opt/ml/model)::
     code/job/ code/preprocess/ code/inference/ code/storage/ code/runners/...
                          the modules of ours the handler imports, and theirs, and so on
                          (``runners.sagemaker.imports``): no list to fall behind the code
-    code/requirements.txt, code/wheels/   for AWS only: what the image lacks (pyarrow), as
+    code/requirements.txt, code/wheels/   for AWS only: what the image lacks (pyarrow, simplejpeg), as
                          wheels for its Python, installed at start-up with no index
 
 Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3. The

@@ -21,8 +21,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from job.errors import JobError
 from runners.sagemaker.container import PYTHON_VERSION, WHEEL_PLATFORMS
 
-# What the PyTorch inference image lacks: it has torch, torchvision, numpy and pillow.
-SERVING_PACKAGES = ("pyarrow",)
+# What the PyTorch inference image lacks: it has torch, torchvision, numpy, pillow and OpenCV (opencv-python, whose
+# cv2 is the one our opencv-python-headless provides; the 2.6.0 image's Dockerfiles install it beside numpy 2), not
+# pyarrow nor simplejpeg, which the default CPU path (--cpu-resize fast) decodes JPEGs with.
+SERVING_PACKAGES = ("pyarrow", "simplejpeg")
 WHEELS_DIR = "wheels"  # code/wheels/ inside the archive
 DEFAULT_WHEELHOUSE = os.path.join(os.path.expanduser("~"), ".cache", "streaming-batch-inference", "sagemaker-wheels")
 _TARGET_TAGS = frozenset(cpython_tags(python_version=tuple(map(int, PYTHON_VERSION.split("."))), platforms=WHEEL_PLATFORMS))

@@ -17,6 +17,7 @@ from job.execution import Execution
 from job.output.rows import output_schema
 from runners.sagemaker import package
 from runners.sagemaker.serving import handler
+from runners.sagemaker.wheels import SERVING_PACKAGES
 from tests.common.datasets import mixed_rows
 from tests.common.plans import cpu_execution
 
@@ -76,6 +77,7 @@ def write_wheel(directory: Path, name: str, wheel_version: str, tag: str) -> Pat
 
 
 def image_wheelhouse(directory: Path) -> Path:
-    """A wheelhouse holding a pyarrow wheel of this machine's version, built for the image."""
-    write_wheel(directory, "pyarrow", version("pyarrow"), IMAGE_WHEEL_TAG)
+    """A wheelhouse holding a wheel of each serving package at this machine's version, built for the image."""
+    for name in SERVING_PACKAGES:
+        write_wheel(directory, name, version(name), IMAGE_WHEEL_TAG)
     return directory

@@ -128,9 +128,13 @@ RUNS: dict[str, Run] = {
     "/tmp/per_image.jsonl": Run(small={"--ways local,ray,ray-api,spark --images 1024,5120 --repeats 3":
                                        "--ways local --images 8,16 --repeats 1"}, expect="beyond the floor", slow=True),
     "python -m benchmarks.preprocess_bench --images 48": Run(small={"--images 48": "--images 4"}, slow=True),
-    "python -m benchmarks.preprocess_bench --results benchmarks/results/preprocess_fast_jpeg.jsonl": Run(
-        small={"--results benchmarks/results/preprocess_fast_jpeg.jsonl": "--images 2 --repeats 1 --sizes imagenet_500x375 "
-               "--agreement-images 0 --results /tmp/preprocess_fast_jpeg.jsonl"}, slow=True),
+    "python -m benchmarks.preprocess_bench --results benchmarks/results/preprocess.jsonl": Run(
+        small={"--results benchmarks/results/preprocess.jsonl": "--images 2 --repeats 1 --sets textured_500x375 "
+               "--recipes resnet50_bilinear_232_224 --tolerance-images 2 --results /tmp/preprocess.jsonl"}, slow=True),
+    "python -m benchmarks.agreement_bench --results benchmarks/results/agreement.jsonl": Run(
+        small={"--results benchmarks/results/agreement.jsonl": "--train 16 --eval 16 --epochs 1 --results /tmp/agreement.jsonl"},
+        expect="top-1 agreement with exact", slow=True),
+    "python -m benchmarks.recipe_tolerance_bench --images 8": Run(small={"--images 8": "--images 1"}, slow=True),
     "python -m benchmarks.job_bench --engine ray --images 128": Run(small={"--images 128": "--images 16"}, slow=True),
     BENCH4: Run(small={"--images 128 --rows-per-file 32": "--images 16 --rows-per-file 8"}),
     "python -m runners.ray_job --input /tmp/spark-bench4 --weights random": Run(needs=(BENCH4,), slow=True),

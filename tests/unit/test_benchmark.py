@@ -10,9 +10,9 @@ from inference import load_model
 from inference.benchmark import model_only_images_per_sec
 from inference.model import RECIPE
 from preprocess.recipe import IMAGENET_RECIPE
-from preprocess.benchmark import (methods, ours, ours_fast_jpeg, paired_per_core, paired_ratio, per_core_rate, per_core_rows,
+from preprocess.benchmark import (methods, ours, ours_exact, paired_per_core, paired_ratio, per_core_rate, per_core_rows,
                                   torchvision_resize_crop, torchvision_transform)
-from preprocess.transform import PIXEL_TOLERANCE
+from preprocess.resample import PIXEL_TOLERANCE
 from tests.common.images import encoded, photo
 
 
@@ -32,8 +32,8 @@ def test_timed_methods_produce_the_same_crop_and_restore_threads():
     size = IMAGENET_RECIPE
     reference = torchvision_resize_crop(size)(images).astype(int)
     assert reference.shape == (3, size.crop, size.crop, 3)
-    assert np.abs(ours(size)(images).pixels.astype(int) - reference).max() <= 2  # resampling rounding only
-    fast = np.abs(ours_fast_jpeg(size)(images).pixels.astype(int) - reference)
+    assert np.abs(ours_exact(size)(images).pixels.astype(int) - reference).max() <= 2  # resampling rounding only
+    fast = np.abs(ours(size)(images).pixels.astype(int) - reference)
     assert fast.mean() < PIXEL_TOLERANCE["mean"] and np.percentile(fast, 99) <= PIXEL_TOLERANCE["p99"]
     assert torchvision_transform(RECIPE.transforms())(images).shape == (3, 3, size.crop, size.crop)
     threads = torch.get_num_threads()
@@ -75,14 +75,14 @@ def test_paired_timing_runs_every_method_each_repeat_and_restores_threads():
     assert paired_ratio([2.0, 4.0, 9.0], [1.0, 2.0, 3.0]) == 2.0  # the median of the pairs' ratios
 
 
-def test_preprocess_bench_pairs_before_and_after_and_states_the_tolerance(tmp_path):
-    from benchmarks.preprocess_bench import main
+def test_preprocess_bench_pairs_fast_and_exact_and_states_each_recipes_tolerance(tmp_path):
+    from benchmarks.preprocess_bench import TOLERANCE_RECIPES, main
 
     results = tmp_path / "rows.jsonl"
-    [row] = main(["--images", "2", "--repeats", "1", "--sizes", "imagenet_500x375", "--agreement-images", "0",
+    [row] = main(["--images", "2", "--repeats", "1", "--sets", "textured_500x375", "--recipes", "resnet50_bilinear_232_224",
                   "--results", str(results)])
-    assert row["ours_before_images_per_sec"] > 0 and row["ours_after_images_per_sec"] > 0
-    assert row["speedup_after_vs_before"] == pytest.approx(row["speedup_after_vs_before_range"][0], abs=0.01)
-    assert row["pixel_difference_vs_torchvision"]["after"]["mean"] < PIXEL_TOLERANCE["mean"]
-    assert row["pixel_difference_vs_torchvision"]["before"]["max"] <= 2
+    assert row["exact_images_per_sec"] > 0 and row["fast_images_per_sec"] > 0 and row["mean_jpeg_kb"] > 80
+    assert row["speedup_fast_vs_exact"] == pytest.approx(row["speedup_fast_vs_exact_range"][0], abs=0.01)
+    assert set(row["pixel_difference_fast_vs_exact"]) == set(TOLERANCE_RECIPES)
+    assert all(d["mean"] <= PIXEL_TOLERANCE["mean"] for d in row["pixel_difference_fast_vs_exact"].values())
     assert row["versions"]["simplejpeg"] != "not installed" and results.read_text().count("\n") == 1

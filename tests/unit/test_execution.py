@@ -37,10 +37,27 @@ def test_defaults_on_cpu_and_on_a_gpu_without_bf16():
 
 
 def test_the_users_options_win_and_say_so():
-    plan = decided(config(decode="auto", batch_size=8, precision="fp32", compile="on", topk=3), ALL, H100, 10)
+    plan = decided(config(decode="auto", batch_size=8, precision="fp32", compile="on", topk=3, cpu_resize="exact"), ALL, H100, 10)
     assert (plan.decode, plan.batch_size, plan.precision, plan.compile, plan.auto_adapts, plan.topk) == ("auto", 8, "fp32", True, True, 3)
+    assert plan.cpu_resize == "exact"
     assert plan.reasons == {"decode": "--decode", "batch_size": "--batch-size", "precision": "--precision", "compile": "--compile",
-                            "topk": "--topk"}
+                            "topk": "--topk", "cpu_resize": "--cpu-resize"}
+
+
+def test_a_fast_path_without_its_libraries_is_refused_in_one_line_naming_exact(monkeypatch):
+    from preprocess import batch
+
+    monkeypatch.setitem(batch.FAST_LIBRARIES, "no_such_module_here", "no-such-package")
+    with pytest.raises(JobError, match="--cpu-resize fast needs no-such-package .*pip install no-such-package, or pass "
+                                       "--cpu-resize exact"):
+        decided(config(), ALL, CPU, 10)
+    assert decided(config(cpu_resize="exact"), ALL, CPU, 10).cpu_resize == "exact"
+
+
+def test_the_cpu_resizes_fast_unless_told_and_the_plan_carries_it_to_sagemaker():
+    plan = decided(config(), ALL, CPU, 10)
+    assert (plan.cpu_resize, plan.reasons["cpu_resize"]) == ("fast", "the default")
+    assert Execution.from_dict(plan.to_dict()).cpu_resize == "fast"
 
 
 def test_compile_auto_is_the_size_rule():

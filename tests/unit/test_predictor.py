@@ -30,8 +30,9 @@ def images():
 
 
 def test_matches_plain_torchvision_pipeline(model, images):
-    """Our preprocessing + on-device normalisation gives torchvision's own eval results."""
-    ours = Predictor(model, CPU, "fp32", DEFAULT_TOPK)(preprocess_batch([encoded(i, quality=95) for i in images], IMAGENET_RECIPE).pixels)
+    """Our exact preprocessing + on-device normalisation gives torchvision's own eval results."""
+    pixels = preprocess_batch([encoded(i, quality=95) for i in images], IMAGENET_RECIPE, cpu_resize="exact").pixels
+    ours = Predictor(model, CPU, "fp32", DEFAULT_TOPK)(pixels)
     decoded = [PIL.Image.open(io.BytesIO(encoded(i, quality=95))).convert("RGB") for i in images]
     batch = torch.stack([ResNet50_Weights.DEFAULT.transforms()(d) for d in decoded])
     with torch.inference_mode():

@@ -129,6 +129,24 @@ def test_resume_refuses_parts_made_under_another_decode_mode_or_recipe(killed_ru
         prepare(other_recipe, config(parts, resume=True), files)
 
 
+def test_resume_refuses_parts_resized_by_the_other_cpu_path(killed_run):
+    """--cpu-resize fast and exact give pixels a fraction of a level apart: a part records which made its rows."""
+    parts, files = killed_run
+    exact, _ = job_parts(parts.input_root, parts.output.path, cpu_resize="exact")
+    with pytest.raises(JobError, match="other options \\(cpu_resize; e.g. cpu_resize='fast', now 'exact'\\)"):
+        prepare(exact, config(parts, resume=True, cpu_resize="exact"), files)
+
+
+def test_a_table_made_before_the_fast_path_reads_as_the_exact_path(killed_run):
+    parts, files = killed_run
+    earlier = {name: value for name, value in parts.options.items() if name != "cpu_resize"}
+    write_manifest(parts.output, a_manifest(output_options=earlier))
+    with pytest.raises(JobError, match="other options \\(cpu_resize; e.g. cpu_resize='exact', now 'fast'\\)"):
+        prepare(parts, config(parts, resume=True), files)
+    exact, _ = job_parts(parts.input_root, parts.output.path, cpu_resize="exact")
+    assert prepare(exact, config(parts, resume=True, cpu_resize="exact"), files).done
+
+
 def test_a_table_of_parts_laid_out_before_the_lineage_columns_is_refused_naming_overwrite(killed_run):
     parts, files = killed_run
     earlier = {name: value for name, value in parts.options.items() if name != "layout"}
