@@ -126,7 +126,7 @@ def finished_manifest(location: Location) -> Manifest:
 def _require_same_options(where: str, recorded: dict | None, current: dict) -> None:
     if recorded is None:
         raise JobError(f"{where} records no job options (not written by this version?); pass --overwrite to start over")
-    recorded = _with_recipe_defaults(recorded)
+    recorded = _with_model_source(_with_recipe_defaults(recorded))
     differ = sorted(k for k in current.keys() | recorded.keys() if recorded.get(k) != current.get(k))
     if differ:
         first = differ[0]
@@ -141,6 +141,14 @@ def _with_recipe_defaults(recorded: dict) -> dict:
     if not isinstance(recipe, dict):
         return recorded
     return {**recorded, "recipe": {**Recipe().to_dict(), **recipe}}
+
+
+def _with_model_source(recorded: dict) -> dict:
+    """``recorded`` options with the model's ``source`` a table written before it lacks: its ``arch``, since every model
+    then was a torchvision name (the source of a torchvision model is its name)."""
+    if "source" in recorded or "arch" not in recorded:
+        return recorded
+    return {**recorded, "source": recorded["arch"]}
 
 
 def list_parts(location: Location) -> list[str]:

@@ -34,7 +34,7 @@ def test_the_head_applied_to_the_embedding_is_the_whole_network(name, size):
     module = build(ARCHS[name], 5).eval()
     x = torch.randn(2, 3, size, size)
     with torch.inference_mode():
-        features, logits = FeaturesAndLogits(module, ARCHS[name])(x)
+        features, logits = FeaturesAndLogits(module, ARCHS[name].head)(x)
         whole = module(x)
     assert features.shape == (2, ARCHS[name].embedding_dim)
     torch.testing.assert_close(logits, whole)

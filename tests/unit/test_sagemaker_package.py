@@ -87,7 +87,8 @@ def test_user_weights_travel_with_their_names_recipe_and_architecture(tmp_path):
     assert (archived["arch"], archived["weights"], archived["num_classes"]) == ("resnet50", "model.pth", 10)
     assert archived["weights_sha256"] == hashlib.sha256(open(f"{unpacked}/model.pth", "rb").read()).hexdigest()
     model = handler.model_fn(unpacked)
-    assert model.config.weights == f"{tmp_path}/model/model.pth" and model.execution.model.class_names == tuple(names)
+    # What the container loads is the plan's model (the config carries the stages' options only).
+    assert model.execution.model.weights == f"{tmp_path}/model/model.pth" and model.execution.model.class_names == tuple(names)
     assert model.execution.recipe.to_dict() == {**saved["recipe"]} and model.execution.embeddings == "float32"
     loaded = model.classify.predictor._model.state_dict()  # the network split into body and head (embeddings)
     expected = reference.state_dict()
