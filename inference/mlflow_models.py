@@ -8,9 +8,10 @@ so every worker reads the same version from the same store, whatever its own env
 What MLflow saves for the PyTorch flavour:
 - MLflow 3's default, ``pt2``: a ``torch.export`` program, loaded by MLflow after its check that the
   file holds no pickle; its graph's final ``aten.linear`` becomes the head (``inference.graph_head``);
-- ``pickle`` (MLflow 2's format, 3's on request): the pickled module, which MLflow 3 loads only with
-  ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true`` (unpickling runs code: the user's call, never ours);
-  its head is its last ``nn.Linear``, checked by the driver's probe (``inference.families``).
+- ``pickle`` (MLflow 2's format, 3's on request): the pickled module, loaded as MLflow allows it
+  (``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``: true by default in MLflow 3.17; unpickling runs code, so
+  the choice is the user's, never changed here); its head is its last ``nn.Linear``, checked by the
+  driver's probe (``inference.families``).
 The recipe and names are those logged with it: ``log_model(..., metadata={"recipe": {...},
 "class_names": [...]})``, the recipe any subset of its fields over torchvision's ResNet50 recipe; a
 pickled timm model with no logged recipe gets timm's. ``random``: the model's own layers with every
@@ -142,9 +143,9 @@ def _loaded(local: str, shown: str) -> nn.Module:
         module = mlflow.pytorch.load_model(local, map_location="cpu")
     except MlflowException as e:
         if "pickle" in e.message:
-            raise WeightsError(f"{shown}: a pickled model (MLflow's 'pickle' format), which MLflow loads only with "
-                               "MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true (unpickling runs code: set it for models you "
-                               "trust), or log it again with serialization_format='pt2'") from e
+            raise WeightsError(f"{shown}: a pickled model (MLflow's 'pickle' format), which MLflow here refuses to "
+                               "unpickle: set MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true (unpickling runs code: for models "
+                               "you trust), or log it again with serialization_format='pt2'") from e
         raise WeightsError(f"{shown}: MLflow cannot load it ({e.message})") from e
     except (ImportError, AttributeError) as e:  # the pickled module's class is not importable here
         raise WeightsError(f"{shown}: its module's code is not importable here ({e}); log it with code_paths, or "

@@ -15,7 +15,6 @@ gives every image one class would let any pipeline agree). The references, each 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -133,14 +132,13 @@ MLFLOW_RECIPE = {"resize": 256, "crop": 224, "mean": [0.5, 0.5, 0.5], "std": [0.
 def mlflow_registered(root: Path, name: str = "pets", alias: str = "champion",
                       pickle: bool = False) -> tuple[str, torch.nn.Module]:
     """A torchvision ResNet-18 of ``CLASSES`` classes logged (pt2, or pickle) with its recipe and names into a sqlite
-    store under ``root``, registered as ``name`` version 1 with ``alias``; returns (the tracking URI, set in the
-    environment, and the module as logged)."""
+    store under ``root``, registered as ``name`` version 1 with ``alias``; returns (the tracking URI, and the module
+    as logged). The store stays MLflow's current one (``mlflow.set_tracking_uri``); ``set_tracking_uri(None)`` ends it."""
     import mlflow
     import mlflow.pytorch
     from torchvision.models import resnet18
 
     uri = f"sqlite:///{root / 'mlflow.db'}"
-    os.environ["MLFLOW_TRACKING_URI"] = uri
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment(f"{name}-experiment")
     torch.manual_seed(0)
@@ -149,7 +147,8 @@ def mlflow_registered(root: Path, name: str = "pets", alias: str = "champion",
     with mlflow.start_run():
         info = mlflow.pytorch.log_model(model, name="model", input_example=np.zeros((2, 3, 224, 224), np.float32),
                                         metadata={"recipe": MLFLOW_RECIPE, "class_names": NAMES},
-                                        serialization_format="pickle" if pickle else "pt2")
+                                        serialization_format="pickle" if pickle else "pt2",
+                                        pip_requirements=["torch"])  # not inferred: MLflow would load it in a subprocess
     version = mlflow.register_model(info.model_uri, name)
     mlflow.MlflowClient().set_registered_model_alias(name, alias, version.version)
     return uri, model
