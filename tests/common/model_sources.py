@@ -15,6 +15,10 @@ gives every image one class would let any pipeline agree). The references, each 
 from __future__ import annotations
 
 import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +144,10 @@ def mlflow_registered(root: Path, name: str = "pets", alias: str = "champion",
 
     uri = f"sqlite:///{root / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(f"{name}-experiment")
+    experiment = f"{name}-experiment"
+    if mlflow.get_experiment_by_name(experiment) is None:  # its artifacts under root, not ./mlruns where pytest runs
+        mlflow.create_experiment(experiment, artifact_location=(root / "artifacts").as_uri())
+    mlflow.set_experiment(experiment)
     torch.manual_seed(0)
     model = resnet18(num_classes=CLASSES).eval()
     _wide_head(model.fc, _pooled(model, [data for _, data in synthetic_rows(8, "jpeg", (320, 240), seed=99)]))
@@ -181,3 +188,100 @@ def _pooled(resnet: torch.nn.Module, jpegs: list[bytes]) -> torch.Tensor:
         resnet(_logged_transform(jpegs))
     hook.remove()
     return seen[0]
+
+
+# --- one input and every source's model, for the engines' tests ---------------------------------------------------
+
+PHOTOS = 24  # 12 at 320x240 and 12 at 500x375: 95% of them is all but one
+MIN_AGREEMENT = 0.95  # of rows whose top-1 is the reference's
+MIN_COSINE = 0.99  # each row's embedding against the reference's
+
+
+@dataclass(frozen=True)
+class SourceCase:
+    root: Path
+    ids: list[str]  # every input row's id, the bad one too
+    tracking: str  # the MLflow store's URI
+    argv: dict[str, list[str]]  # by model key: the options that name it
+    top1: dict[str, dict[str, int] | None]  # by model key: the reference's top-1 by id; None for an embedder
+    embeddings: dict[str, dict[str, np.ndarray]]  # by model key: the reference's embedding by id
+    lineage: dict[str, str]  # by model key: the start of the model lineage column's value
+
+    def command(self, key: str, output: Path, *extra: str) -> list[str]:
+        outputs = ["--embeddings", "only"] if self.top1[key] is None else ["--embeddings", "with"]
+        return ["--input", str(self.root / "in"), "--output", str(output), "--batch-size", "8", *self.argv[key], *outputs,
+                *extra]
+
+
+def write_source_case(root: Path) -> SourceCase:
+    """The input (photos in three files) and every source's model under ``root``, with each model's own reference
+    answers for the photos. No bad image: pyarrow 25 cannot read back a null fixed-size list (apache/arrow#35692),
+    which an error row's embedding is, and MLflow 3.17 holds pyarrow below 26; error rows are every engine's own tests'."""
+    from job.sample.synthetic import write_dataset
+    from storage import resolve
+
+    root.mkdir(parents=True, exist_ok=True)
+    photos = [*synthetic_rows(PHOTOS // 2, "jpeg", (320, 240), seed=3), *synthetic_rows(PHOTOS // 2, "jpeg", (500, 375), seed=4)]
+    rows = [(f"photo-{i}", data) for i, (_, data) in enumerate(photos)]
+    write_dataset(resolve(str(root / "in")), iter(rows), rows_per_file=9)
+    ids, jpegs = [i for i, _ in rows], [data for _, data in rows]
+    argv, answers = {}, {}
+    for key, name, file in (("timm-efficientnet", "test_efficientnet", "efficientnet.pt"), ("timm-vit", "test_vit", "vit.safetensors")):
+        model = timm_checkpoint(root / file, name, safetensors=file.endswith(".safetensors"))
+        argv[key], answers[key] = ["--model", f"timm:{name}", "--weights", str(root / file)], timm_reference(model, jpegs)
+    for kind in ("vit", "clip", "siglip", "dinov2"):
+        folder = hf_folder(root / f"hf-{kind}", kind)
+        argv[f"hf-{kind}"], answers[f"hf-{kind}"] = ["--model", f"hf:{folder}"], hf_reference(folder, jpegs)
+    tracking, logged = mlflow_registered(root)
+    with current_store(tracking):  # after it, none: the tests name it (current_store), as a user's environment does
+        for key, uri in (("mlflow-version", "models:/pets/1"), ("mlflow-alias", "models:/pets@champion")):
+            argv[key], answers[key] = ["--model", uri], mlflow_reference("models:/pets/1", logged, jpegs)
+    lineage = {key: "mlflow:models:/pets/1 sha256:" if key.startswith("mlflow") else f"{argv[key][1]} sha256:" for key in argv}
+    return SourceCase(root, [i for i, _ in rows], tracking, argv,
+                      {key: None if top1 is None else dict(zip(ids, map(int, top1))) for key, (top1, _) in answers.items()},
+                      {key: dict(zip(ids, embeddings)) for key, (_, embeddings) in answers.items()}, lineage)
+
+
+def assert_agrees(case: SourceCase, key: str, rows: list[dict], manifest: dict, lineage: str | None = None) -> None:
+    """Every row's top-1 is the reference's on at least MIN_AGREEMENT of rows, and its embedding at cosine >=
+    MIN_COSINE to the reference's and nearest its own image's (after the reference's mean is taken out); the lineage names the
+    source (``lineage``: the start of its value, when the model was read from elsewhere than the case's own). The
+    reference itself must tell the photos apart, or agreeing with it would prove nothing."""
+    got = {row["id"]: row for row in rows}
+    assert sorted(got) == sorted(case.ids) and len(rows) == len(case.ids) == manifest["counts"]["predicted"]
+    good = case.ids
+    assert all(got[i]["error"] is None for i in good), [got[i]["error"] for i in good if got[i]["error"]]
+    if case.top1[key] is not None:
+        reference = case.top1[key]
+        assert len(set(reference.values())) >= 2, "the reference gives every photo one class"
+        agreeing = sum(got[i]["label"] == reference[i] for i in good) / len(good)
+        assert agreeing >= MIN_AGREEMENT, {i: (got[i]["label"], reference[i]) for i in good}
+    mine = np.stack([np.asarray(got[i]["embedding"], np.float32) for i in good])
+    theirs = np.stack([case.embeddings[key][i] for i in good])
+    cosines = _unit(mine) @ _unit(theirs).T  # (photos, photos)
+    assert np.diag(cosines).min() >= MIN_COSINE, np.diag(cosines)
+    # A network's embeddings share much of their direction (a ResNet's pooled ReLU features: every pair of photos above
+    # 0.99); what tells photos apart is each one's difference from their mean, and there each row must be nearest its own.
+    centre = theirs.mean(axis=0)
+    centred = _unit(mine - centre) @ _unit(theirs - centre).T
+    assert (centred.argmax(axis=1) == np.arange(len(good))).all(), "a row's embedding is nearer another photo's"
+    models = {row["model"] for row in rows}
+    assert len(models) == 1 and models.pop().startswith(lineage or case.lineage[key]), "one model, by its source, wrote every row"
+
+
+@contextmanager
+def current_store(uri: str) -> Iterator[None]:
+    """MLflow's current store is ``uri`` for the block (the environment a user sets, and MLflow's own setting, which
+    wins over it in a process that has set one), and none after."""
+    import mlflow
+
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(uri)  # sets MLFLOW_TRACKING_URI too
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(before)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
