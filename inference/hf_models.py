@@ -14,11 +14,7 @@ the text side of a whole CLIP/SigLIP) is refused by name. The recipe is ``infere
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,15 +24,13 @@ from torch import nn
 
 from inference.checkpoint import some_keys
 from inference.errors import WeightsError
+from inference.files import sha256_of
+from inference.hf_folder import CONFIG, PROCESSOR, WEIGHTS, on_this_machine, read_json
 from inference.hf_recipe import recipe_from_hf
 from inference.network import Located, Network
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
-from pyarrow.fs import FileType
+from storage import redact
 
-from storage import Location, StorageError, redact, resolve, storage_errors
-
-CONFIG, WEIGHTS, PROCESSOR = "config.json", "model.safetensors", "preprocessor_config.json"
-FILES = (CONFIG, WEIGHTS, PROCESSOR)  # what a folder gives us; anything else in it is not read
 CLASSIFIER = "ForImageClassification"  # the architectures AutoModelForImageClassification builds end so
 OTHER_TOWER = ("text_model.", "text_projection.", "logit_scale", "logit_bias")  # a whole CLIP/SigLIP's other side
 CLIP_EMBEDS = "CLIP's image embedding: the vision tower's pooled output through its projection, L2-normalised"
@@ -97,18 +91,18 @@ def locate(folder: str, s3_endpoint_url: str | None) -> Located:
 
 def local_folder(folder: str, weights: str, s3_endpoint_url: str | None, store: object) -> str:
     """A local folder holding the model's files (the folder itself, or a copy of an S3 folder's), e.g. to ship it."""
-    return _local_folder(folder, s3_endpoint_url, weights != RANDOM_WEIGHTS)
+    return on_this_machine(folder, s3_endpoint_url, weights != RANDOM_WEIGHTS)
 
 
 def open_network(folder: str, weights: str, s3_endpoint_url: str | None, store: object) -> Network:
     """The folder's classifier or embedder, its weights (or seeded random ones), recipe and names."""
     shown = f"hf:{redact(folder)}"
-    local = _local_folder(folder, s3_endpoint_url, weights != RANDOM_WEIGHTS)
-    config = _json(local, CONFIG, shown, "not a folder written by save_pretrained")
-    processor = _json(local, PROCESSOR, shown, "save the model's image processor beside it (processor.save_pretrained)")
+    local = on_this_machine(folder, s3_endpoint_url, weights != RANDOM_WEIGHTS)
+    config = read_json(local, CONFIG, shown, "not a folder written by save_pretrained")
+    processor = read_json(local, PROCESSOR, shown, "save the model's image processor beside it (processor.save_pretrained)")
     recipe, recipe_source = recipe_from_hf(processor, shown)
     architecture = (config.get("architectures") or [None])[0]
-    sha256 = None if weights == RANDOM_WEIGHTS else _sha256(os.path.join(local, WEIGHTS))
+    sha256 = None if weights == RANDOM_WEIGHTS else _weights_sha256(local, shown)
     if architecture in TOWERS:
         tower = TOWERS[architecture]
         model = _tower(tower, local, weights, shown)
@@ -179,56 +173,12 @@ def _names(id2label: Mapping[object, str], shown: str) -> tuple[list[str] | None
     return names, f"id2label of {shown}"
 
 
-def _local_folder(folder: str, s3_endpoint_url: str | None, need_weights: bool) -> str:
-    """A local folder holding the model's files: ``folder`` itself, or a copy of an S3 folder's (once per process)."""
-    if not folder.startswith("s3://"):
-        if not os.path.isdir(folder):
-            raise WeightsError(f"hf:{folder}: no such folder; pass hf: and a folder written by save_pretrained")
-        return folder
-    return _copied(folder, s3_endpoint_url, need_weights)
-
-
-@functools.lru_cache(maxsize=2)
-def _copied(folder: str, s3_endpoint_url: str | None, need_weights: bool) -> str:
-    local = tempfile.mkdtemp(prefix="hf-model-")
-    try:
-        location = resolve(folder, s3_endpoint_url)
-        for name in FILES if need_weights else (CONFIG, PROCESSOR):
-            with storage_errors(location.uri_of(location.join(name))):
-                if location.filesystem.get_file_info(location.join(name)).type == FileType.NotFound:
-                    continue  # absent: the reader of that file names it
-                _download(location, name, os.path.join(local, name))
-    except StorageError as e:
-        raise WeightsError(f"cannot read hf:{redact(folder)}: {e}; check the folder and the S3 endpoint") from e
-    return local
-
-
-def _download(location: Location, name: str, target: str) -> None:
-    with location.filesystem.open_input_stream(location.join(name)) as source, open(target, "wb") as out:
-        while chunk := source.read(16 * 1024 * 1024):
-            out.write(chunk)
-
-
-def _json(local: str, name: str, shown: str, fix: str) -> dict:
-    path = os.path.join(local, name)
+def _weights_sha256(local: str, shown: str) -> str:
+    path = os.path.join(local, WEIGHTS)
     if not os.path.exists(path):
-        raise WeightsError(f"{shown}: no {name} in the folder; {fix}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise WeightsError(f"{shown}: its {name} is not readable JSON ({e}); {fix}") from e
-
-
-def _sha256(path: str) -> str:
-    if not os.path.exists(path):
-        raise WeightsError(f"hf:{os.path.dirname(path)}: no {WEIGHTS} in the folder; save it with save_pretrained "
-                           "(safetensors), or pass --weights random")
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(16 * 1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
+        raise WeightsError(f"{shown}: no {WEIGHTS} in the folder; save it with save_pretrained (safetensors), or pass "
+                           "--weights random")
+    return sha256_of(path)
 
 
 @contextmanager

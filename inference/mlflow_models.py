@@ -20,7 +20,6 @@ weight of two or more dimensions drawn again, seeded (torch's default Linear/Con
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -32,6 +31,7 @@ import torch
 from torch import fx, nn
 
 from inference.errors import WeightsError
+from inference.files import sha256_of
 from inference.graph_head import with_head
 from inference.network import Located, Network
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
@@ -41,7 +41,8 @@ MODEL_URI = re.compile(r"models:/(?P<name>[^/@]+)(?:/(?P<version>\d+)|@(?P<alias
 DATA_FILES = ("data/model.pt2", "data/model.pth")  # pt2 (MLflow 3's default) and pickle: what the weights' digest is of
 NAME_KEYS = ("class_names", "classes")
 PROGRESS = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-EXPORTED = "torch.export program"  # the arch of a pt2 model: a graph, no class of its own
+EXPORTED = "torch.export program"
+SQLITE = "sqlite:///"  # then a relative path; sqlite://// is an absolute one  # the arch of a pt2 model: a graph, no class of its own
 
 
 def locate(uri: str, s3_endpoint_url: str | None) -> Located:
@@ -76,7 +77,7 @@ def open_network(location: str, weights: str, s3_endpoint_url: str | None, store
     recipe, recipe_source = _recipe(metadata.get("recipe"), loaded, shown)
     names = next((metadata[key] for key in NAME_KEYS if metadata.get(key) is not None), None)
     arch = EXPORTED if isinstance(loaded, fx.GraphModule) else type(loaded).__name__
-    return Network(module, head, arch, None if weights == RANDOM_WEIGHTS else _sha256(data), recipe, recipe_source,
+    return Network(module, head, arch, None if weights == RANDOM_WEIGHTS else sha256_of(data), recipe, recipe_source,
                    names, None if names is None else f"logged with {shown}")
 
 
@@ -94,13 +95,12 @@ def _pinned(uri: str, client: object) -> str:
 
 
 def _absolute(uri: str) -> str:
-    """A local store's URI with an absolute path: a worker's working directory is not the driver's."""
-    for scheme in ("sqlite:///", "file://", ""):
-        if uri.startswith(scheme) and "://" not in uri[len(scheme):]:
-            path = uri[len(scheme):]
-            if scheme == "" and ":" in path:
-                return uri  # another scheme (databricks, databricks-uc, http...): not a path
-            return scheme + os.path.abspath(path)
+    """A local store's URI with an absolute path: a worker's working directory is not the driver's. Other stores
+    (``databricks``, ``databricks-uc``, ``http://...``) as they are."""
+    if uri.startswith(SQLITE) and not uri.startswith(SQLITE + "/"):
+        return SQLITE + os.path.abspath(uri[len(SQLITE):])
+    if "://" not in uri and uri.startswith((".", "/")):  # a folder of files, as MLflow takes a plain path
+        return os.path.abspath(uri)
     return uri
 
 
@@ -189,14 +189,6 @@ def _recipe(logged: object, module: nn.Module, shown: str) -> tuple[Recipe | Non
 
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
     return None, f"it logged no recipe (log_model(..., metadata={{'recipe': {{...}}}}))"
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(16 * 1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @contextmanager
