@@ -1,9 +1,10 @@
 """Pixels -> predictions and embeddings: describing the model, loading it, and the batch predictor.
 
-The driver calls ``describe_model(weights, arch=, labels=, recipe_overrides=)`` once, before any
-work: a frozen, picklable ``ModelSpec`` (architecture, class count and names, recipe, embedding
-size) that every worker passes to ``load_model(spec)``. ``Predictor`` takes uint8 NHWC batches and
-returns top-k predictions and/or embeddings, normalising on the device. No engine imports here.
+The driver calls ``describe_model(weights, model=, labels=, recipe_overrides=)`` once, before any
+work: a frozen, picklable ``ModelSpec`` (source, architecture, class count and names, recipe and
+where it came from, embedding size) that every worker passes to ``load_model(spec)``. ``model``
+names a torchvision classifier, ``timm:NAME``, ``hf:PATH`` or an MLflow model (``inference.sources``).
+``Predictor`` takes uint8 NHWC batches and returns top-k predictions and/or embeddings, normalising on the device. No engine imports here.
 
 Importing the package does not import torch: every name but the torch-free constants loads on
 first use, so a process that only parses options or decodes images (the CPU stage) never pays
@@ -24,8 +25,10 @@ def __getattr__(name: str) -> object:
     # archive's runners.sagemaker.imports) sees these modules too.
     if name == "ARCHS":
         from inference import archs as module  # torch-free
-    elif name in ("ModelSpec", "describe_model"):
-        from inference import spec as module  # torch-free for random weights
+    elif name == "ModelSpec":
+        from inference import spec as module  # torch-free
+    elif name == "describe_model":
+        from inference import describe as module  # torch-free for a torchvision name's random weights
     elif name in ("LoadedModel", "load_model"):
         from inference import model as module
     elif name in ("Predictions", "Predictor"):

@@ -5,10 +5,10 @@ Torch-free, so the driver can describe a model (``inference.spec``) without impo
 is built by ``torchvision.models.get_model`` when, and only when, a job asks for it (importing
 torchvision costs seconds: ResNet50's start-up never pays it).
 
-Each recipe is that architecture's ``get_model_weights(name).DEFAULT.transforms()`` (checked by
-tests/unit/test_archs.py). Left out on purpose: architectures whose torchvision weights are
-evaluated with bicubic resizing (efficientnet_b0-b7, efficientnet_v2_l, vit_h_14): the
-project's preprocessing resizes bilinearly, so their recipe cannot be honoured exactly.
+Each recipe is that architecture's ``get_model_weights(name).DEFAULT.transforms()``, its resize
+kernel included (bilinear, or bicubic for most EfficientNets; checked by tests/unit/test_archs.py).
+Left out: vit_h_14, whose DEFAULT weights (SWAG, 518 px) need a network built for 518 px images,
+which ``get_model(name, weights=None)`` does not build.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ def _convnext(name: str, dim: int, resize: int) -> Arch:
     return Arch(name, "classifier.2", dim, Recipe(resize=resize, crop=224))  # LayerNorm2d, Flatten, Linear
 
 
+def _efficientnet(name: str, dim: int, resize: int, crop: int, interpolation: str = "bicubic") -> Arch:
+    return Arch(name, "classifier.1", dim, Recipe(resize=resize, crop=crop, interpolation=interpolation))  # Dropout, Linear
+
+
 def _vit(name: str, dim: int, resize: int) -> Arch:
     return Arch(name, "heads.head", dim, Recipe(resize=resize, crop=224), input_size=224)
 
@@ -50,6 +54,16 @@ ARCHS: dict[str, Arch] = {arch.name: arch for arch in (
     _resnet("resnet152", 2048, 232),
     Arch("efficientnet_v2_s", "classifier.1", 1280, Recipe(resize=384, crop=384)),  # Dropout, Linear
     Arch("efficientnet_v2_m", "classifier.1", 1280, Recipe(resize=480, crop=480)),
+    _efficientnet("efficientnet_b0", 1280, 256, 224),
+    _efficientnet("efficientnet_b1", 1280, 255, 240, "bilinear"),  # its DEFAULT (IMAGENET1K_V2) is bilinear
+    _efficientnet("efficientnet_b2", 1408, 288, 288),
+    _efficientnet("efficientnet_b3", 1536, 320, 300),
+    _efficientnet("efficientnet_b4", 1792, 384, 380),
+    _efficientnet("efficientnet_b5", 2048, 456, 456),
+    _efficientnet("efficientnet_b6", 2304, 528, 528),
+    _efficientnet("efficientnet_b7", 2560, 600, 600),
+    Arch("efficientnet_v2_l", "classifier.1", 1280, Recipe(resize=480, crop=480, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5),
+                                                           interpolation="bicubic")),
     _convnext("convnext_tiny", 768, 236),
     _convnext("convnext_small", 768, 230),
     _convnext("convnext_base", 1024, 232),

@@ -1,6 +1,7 @@
 """A user's checkpoint file -> its state dict and the metadata saved beside it, or one line saying why not.
 
-Accepted layouts (what people save): a plain state dict; ``{"state_dict": ...}`` (Lightning, many
+Accepted files: ``torch.save``'s, and safetensors files (``model.safetensors``, as timm and the Hugging
+Face hub publish weights: tensors only, no code). Accepted layouts (what people save): a plain state dict; ``{"state_dict": ...}`` (Lightning, many
 scripts); ``{"model": ...}`` (torchvision's reference scripts). Keys may carry ``module.`` (DDP,
 DataParallel), ``model.`` (a Lightning module's attribute), ``_orig_mod.`` (torch.compile) or
 ``model_ema.`` (a moving average saved alone) prefixes; they are stripped while every key shares
@@ -58,13 +59,31 @@ def read_checkpoint(uri: str, s3_endpoint_url: str | None = None) -> Checkpoint:
     """Read and unpack the checkpoint at ``uri`` (path or ``s3://``); WeightsError when it cannot be used."""
     data = read_bytes(uri, s3_endpoint_url, "weights", "pass imagenet, random, a path or s3:// URI")
     shown = redact(uri)
-    saved = _torch_load(data, shown)
+    saved = _safetensors_load(data, shown) if _is_safetensors(data) else _torch_load(data, shown)
     state, metadata = _unwrap(saved, shown)
     state = _strip_prefixes(state, shown)
     # fp32 like a freshly built module, whatever precision the file was saved in.
     state = {name: t.float() if t.is_floating_point() else t for name, t in state.items()}
     names = _class_names(metadata, shown)
     return Checkpoint(state, names, metadata.get("recipe"), hashlib.sha256(data).hexdigest())
+
+
+def _is_safetensors(data: bytes) -> bool:
+    """A safetensors file: an 8-byte little-endian header length, then that many bytes of JSON."""
+    header = int.from_bytes(data[:8], "little") if len(data) > 8 else 0
+    return 0 < header <= len(data) - 8 and data[8:9] == b"{"
+
+
+def _safetensors_load(data: bytes, shown: str) -> StateDict:
+    try:
+        from safetensors import SafetensorError
+        from safetensors.torch import load
+    except ImportError as e:
+        raise WeightsError(f"{shown}: a safetensors file, and safetensors is not installed: pip install safetensors") from e
+    try:
+        return load(data)
+    except (SafetensorError, ValueError) as e:
+        raise WeightsError(f"{shown}: a damaged safetensors file ({' '.join(str(e).split())}); save it again") from e
 
 
 def _torch_load(data: bytes, shown: str) -> object:

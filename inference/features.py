@@ -1,9 +1,11 @@
-"""The network as (embedding, logits) in one pass: ``FeaturesAndLogits(module, arch)``.
+"""The network as (embedding, logits) in one pass: ``FeaturesAndLogits(module, head)``.
 
-The final Linear's input is the embedding (the pooled feature: ResNet50's 2048-d average pool),
-so the predictor gets both from one forward. It shares every parameter with ``module`` and
-leaves ``module`` itself as it was. Use it wherever a caller needs the embedding, the logits,
-or both; ``inference.build`` makes the module it wraps.
+A classifier's embedding is its final Linear's input (ResNet50's 2048-d average pool, a ViT's
+class token after its norm), so the predictor gets both from one forward: ``head`` is that
+Linear's dotted path in ``module`` (``fc``, ``head.fc``, ``model.classifier``). An embedder (a
+CLIP, SigLIP or DINOv2 tower: ``head`` None) returns its embedding itself and has no logits.
+The wrapper shares every parameter with ``module`` and leaves ``module`` itself as it was. Use it
+wherever a caller needs the embedding, the logits, or both; ``inference.model`` makes the module.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ import copy
 import torch
 from torch import nn
 
-from inference.archs import Arch
-
 
 class FeaturesAndLogits(nn.Module):
     """``module`` as (features (N, D), logits (N, C) or None): the body up to the head, then the head.
@@ -23,34 +23,39 @@ class FeaturesAndLogits(nn.Module):
     sees one graph either way; ``head(body(x))`` is exactly ``module(x)``.
     """
 
-    def __init__(self, module: nn.Module, arch: Arch, predictions: bool = True) -> None:
+    def __init__(self, module: nn.Module, head: str | None, predictions: bool = True) -> None:
         super().__init__()
-        body, head = split_head(module, arch)
+        if head is None:  # an embedder: module(x) is the embedding
+            if predictions:
+                raise ValueError("a module without a head has no logits: ask for embeddings only")
+            self.body, self.head = module, None
+            return
+        body, linear = split_head(module, head)
         self.body = body
-        self.head = head if predictions else None
+        self.head = linear if predictions else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # (N, 3, H, W) -> (N, D), (N, C)
         features = self.body(x)
         return features, None if self.head is None else self.head(features)
 
 
-def split_head(module: nn.Module, arch: Arch) -> tuple[nn.Module, nn.Linear]:
+def split_head(module: nn.Module, head: str) -> tuple[nn.Module, nn.Linear]:
     """(body, head): ``body(x)`` is the embedding, ``head(body(x)) == module(x)``; parameters shared.
 
     The modules on the path to the head are shallow copies with their own child table, so
     ``module`` itself keeps its head (its state dict and forward are unchanged).
     """
-    *parents, leaf = arch.head.split(".")
+    *parents, leaf = head.split(".")
     body = node = _own_children(module)
     for name in parents:
         child = _own_children(node._modules[name])
         node._modules[name] = child
         node = child
-    head = node._modules[leaf]
-    if not isinstance(head, nn.Linear):
-        raise TypeError(f"{arch.name}: {arch.head} is a {type(head).__name__}, not the final nn.Linear")
+    linear = node._modules[leaf]
+    if not isinstance(linear, nn.Linear):
+        raise TypeError(f"{type(module).__name__}: {head} is a {type(linear).__name__}, not the final nn.Linear")
     node._modules[leaf] = nn.Identity()
-    return body, head
+    return body, linear
 
 
 def _own_children(module: nn.Module) -> nn.Module:

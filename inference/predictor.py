@@ -33,7 +33,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from inference.archs import arch_named
 from inference.compile import DEFAULT_COMPILE_MODE, compile_model
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS, EmbeddingDtype, Precision
 from inference.features import FeaturesAndLogits
@@ -80,7 +79,7 @@ class Predictor:
         if compile and not batch_size:
             raise ValueError("Predictor(compile=True) needs batch_size: batches are padded to it so the model compiles once")
         self._pad_to = batch_size if compile else None
-        outputs = FeaturesAndLogits(model.module.eval(), arch_named(model.spec.arch), predictions)
+        outputs = FeaturesAndLogits(model.module.eval(), model.head, predictions)
         module = outputs.to(device, memory_format=torch.channels_last)
         self._model = compile_model(module, compile_mode) if compile else module
         # Scaled by 255 so uint8 pixels normalise in one fused sub/div: (x - 255*mean) / (255*std).

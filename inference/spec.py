@@ -1,20 +1,21 @@
-"""What model a job runs, decided once by the driver: ``describe_model(...) -> ModelSpec``.
+"""What model a job runs, decided once by the driver: ``ModelSpec``, and the torchvision names' description.
 
-The driver calls ``describe_model`` before any work; every refusal (weights that cannot be read
-or do not fit the architecture, names that are missing, repeated or miscounted, a bad recipe)
-is one ``WeightsError`` line. The ``ModelSpec`` it returns is frozen, picklable and torch-free:
-ship it to every worker, which calls ``inference.load_model(spec)``; record ``spec.to_dict()`` in
-the manifest and part footers (``--resume`` compares them).
+The driver calls ``inference.describe_model`` before any work; every refusal (weights that cannot be read
+or do not fit the network, names that are missing, repeated or miscounted, a bad recipe, a source
+that does not resolve) is one ``WeightsError`` line. The ``ModelSpec`` it returns is frozen,
+picklable and torch-free: ship it to every worker, which calls ``inference.load_model(spec)``;
+record ``spec.to_dict()`` in the manifest and part footers (``--resume`` compares them).
 
-Resolution rules:
+A torchvision name is described here (``describe_torchvision``); timm, Hugging Face and MLflow
+models by ``inference.families``, which opens them once on the driver. Rules for a torchvision name:
 - classes: the checkpoint's head size (``imagenet`` and ``random``: 1,000); a one-logit head is a
   binary classifier, two classes scored by sigmoid (``inference.scores``);
 - names: ``labels`` (a file) > the checkpoint's ``class_names``/``classes`` > torchvision's
   ImageNet names for ``imagenet`` > none (``random``, or a checkpoint without names);
 - recipe: ``recipe_overrides`` > the checkpoint's ``recipe`` > the architecture's torchvision
-  default (``inference.archs``; ResNet50: ``IMAGENET_RECIPE``), each a subset of the four fields.
-``random`` weights are described without importing torch, so a throughput run's driver never
-pays for it.
+  default (``inference.archs``; ResNet50: ``IMAGENET_RECIPE``), each a subset of the recipe's fields.
+``random`` weights of a torchvision name are described without importing torch, so a throughput
+run's driver never pays for it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ from inference.archs import DEFAULT_ARCH, Arch, arch_named
 from inference.errors import WeightsError
 from inference.labels import check_names, imagenet_names, labels_from_file, names_sha256
 from inference.scores import ACTIVATIONS, BINARY_CLASSES, Activation, head_classes
+from inference.sources import kind_of
 from inference.weights import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, weights_for
 from preprocess.recipe import Recipe
 from storage import redact
 
 IMAGENET_CLASSES = 1000  # the head of ``imagenet`` and ``random`` weights
 IMAGENET_NAMES_SOURCE = "torchvision ImageNet categories"
+POOLED = "the pooled feature: the final Linear's input"  # a classifier's embedding, whatever its source
+OPTIONS = "the options"  # the recipe layer the user's --resize, --crop... make
+RECIPE_OPTIONS = "the recipe options"  # how a refusal names that layer
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,21 @@ class ModelSpec:
     names_source: str | None = None  # "labels <uri>", "checkpoint <uri>" or IMAGENET_NAMES_SOURCE
     names_sha256: str | None = None  # inference.labels.names_sha256: the names' identity, for --resume
     weights_sha256: str | None = None  # a user checkpoint's bytes: workers refuse a file changed under them
+    # How the lineage column and the manifest name the model: resnet50, timm:convnext_tiny, hf:s3://b/vit,
+    # mlflow:models:/pets/3 (an alias resolved to its version); None: ``arch`` (a torchvision name).
+    source: str | None = None
+    location: str | None = None  # what a worker opens: timm's model name, the HF folder, the pinned MLflow URI
+    store: tuple[str, ...] | None = None  # MLflow: (tracking URI, registry URI) it was resolved in; workers read it there
+    recipe_source: str | None = None  # where each part of the recipe came from (the model's config, a checkpoint, options)
+    embedding: str = POOLED  # what the embedding column holds
 
     def __post_init__(self) -> None:
+        if self.source is None:
+            object.__setattr__(self, "source", self.arch)  # frozen: this is construction, not a change
+        if isinstance(self.store, list):  # read back from JSON
+            object.__setattr__(self, "store", tuple(self.store))
+        if self.num_classes < 0:
+            raise WeightsError(f"a model has 0 classes (an embedder) or more, not {self.num_classes}")
         if self.activation not in ACTIVATIONS:
             raise WeightsError(f"activation {self.activation!r}: choose one of {', '.join(ACTIVATIONS)}")
         if self.activation == "sigmoid" and self.num_classes != BINARY_CLASSES:
@@ -61,9 +79,20 @@ class ModelSpec:
         Credentials in ``weights`` are redacted: ``from_dict`` of it can describe, not re-read, such a URI.
         """
         record = asdict(self)
-        record.update(weights=redact(self.weights), recipe=self.recipe.to_dict(),
+        record.update(weights=redact(self.weights), recipe=self.recipe.to_dict(), source=redact(self.source),
+                      location=None if self.location is None else redact(self.location),
                       class_names=None if self.class_names is None else list(self.class_names))
         return record
+
+    @property
+    def kind(self) -> str:
+        """Which source builds it: torchvision, timm, hf or mlflow (``inference.sources``)."""
+        return kind_of(self.source)
+
+    @property
+    def embedder(self) -> bool:
+        """No classes: a CLIP, SigLIP or DINOv2 tower (or a headless checkpoint), embeddings only."""
+        return self.num_classes == 0
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> ModelSpec:
@@ -76,7 +105,7 @@ class ModelSpec:
             raise WeightsError(f"not a model description ({e}); write it with ModelSpec.to_dict") from e
 
 
-def describe_model(
+def describe_torchvision(
     weights: str,
     *,
     arch: str = DEFAULT_ARCH,
@@ -84,9 +113,10 @@ def describe_model(
     recipe_overrides: Mapping[str, object] | None = None,
     s3_endpoint_url: str | None = None,
 ) -> ModelSpec:
-    """Resolve ``weights`` (imagenet, random, a path or s3:// URI) into the spec every worker uses.
+    """Resolve ``weights`` (imagenet, random, a path or s3:// URI) of the torchvision ``arch`` into the spec every
+    worker uses (``inference.describe.describe_model`` sends every other source elsewhere).
 
-    ``labels``: a names file (path or s3://); ``recipe_overrides``: any of resize, crop, mean, std.
+    ``labels``: a names file (path or s3://); ``recipe_overrides``: any of the recipe's fields.
     Reads the checkpoint (cached for this process's own ``load_model``); WeightsError when unusable.
     """
     chosen = arch_named(arch)
@@ -94,11 +124,12 @@ def describe_model(
     if weights != RANDOM_WEIGHTS:
         logits, saved_names, saved_recipe, sha256 = _read(weights, chosen, s3_endpoint_url)
     num_classes, activation = head_classes(logits)
-    names, source = _names(weights, labels, saved_names, num_classes, s3_endpoint_url)
+    names, names_source = _names(weights, labels, saved_names, num_classes, s3_endpoint_url)
+    recipe, recipe_source = _recipe(chosen, saved_recipe, recipe_overrides, redact(weights))
     return ModelSpec(
         weights=weights, arch=chosen.name, num_classes=num_classes, activation=activation,
-        recipe=_recipe(chosen, saved_recipe, recipe_overrides, redact(weights)), embedding_dim=chosen.embedding_dim,
-        class_names=names, names_source=source, names_sha256=None if names is None else names_sha256(names),
+        recipe=recipe, recipe_source=recipe_source, embedding_dim=chosen.embedding_dim,
+        class_names=names, names_source=names_source, names_sha256=None if names is None else names_sha256(names),
         weights_sha256=sha256,
     )
 
@@ -127,18 +158,28 @@ def _names(weights: str, labels: str | None, saved: object, num_classes: int,
     return None, None
 
 
-def _recipe(arch: Arch, saved: object, overrides: Mapping[str, object] | None, shown: str) -> Recipe:
-    recipe = arch.recipe
-    try:
-        if saved is not None:
-            if not isinstance(saved, Mapping):
-                raise ValueError(f"{shown}: its recipe must be a dict of resize, crop, mean, std, found {saved!r}")
-            recipe = recipe.updated(saved, f"the recipe in {shown}")
-        if overrides:
-            recipe = recipe.updated(overrides, "the recipe options")
-    except ValueError as e:
-        raise WeightsError(str(e)) from e
+def _recipe(arch: Arch, saved: object, overrides: Mapping[str, object] | None, shown: str) -> tuple[Recipe, str]:
+    """The recipe and where it came from: the options over the checkpoint's over the architecture's torchvision one."""
+    if saved is not None and not isinstance(saved, Mapping):
+        raise WeightsError(f"{shown}: its recipe must be a dict of the recipe's fields, found {saved!r}")
+    layers = [(saved or {}, shown), (overrides or {}, OPTIONS)]
+    recipe, source = layered_recipe(arch.recipe, f"torchvision's {arch.name} DEFAULT weights", layers)
     if arch.input_size is not None and recipe.crop != arch.input_size:
         raise WeightsError(f"{arch.name} takes {arch.input_size}x{arch.input_size} images only (its position "
                            f"embeddings fix the size); the recipe crops {recipe.crop}: set crop to {arch.input_size}")
-    return recipe
+    return recipe, source
+
+
+def layered_recipe(base: Recipe, base_source: str, layers: list[tuple[Mapping[str, object], str]]) -> tuple[Recipe, str]:
+    """``base`` with each layer's fields applied in turn (later wins), and a line saying where each field came from:
+    ``timm's convnext_atto pretrained_cfg; resize from the options``. WeightsError naming a bad layer."""
+    recipe, said = base, [base_source]
+    for changes, where in layers:
+        if not changes:
+            continue
+        try:
+            recipe = recipe.updated(changes, RECIPE_OPTIONS if where == OPTIONS else f"the recipe in {where}")
+        except ValueError as e:
+            raise WeightsError(str(e)) from e
+        said.append(f"{', '.join(changes)} from {where}")
+    return recipe, "; ".join(said)

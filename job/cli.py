@@ -14,14 +14,16 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
-from inference.archs import ARCHS, DEFAULT_ARCH
+from inference.archs import ARCHS
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
+from inference.sources import OWN_WEIGHTS
 from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
+from preprocess.recipe import CROP_MODES, INTERPOLATIONS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError, normalise
 
@@ -82,8 +84,9 @@ def get_args_parser(prog: str | None = None, description: str | None = None, epi
                                           "an --output that holds a run is refused)"))
     _add_model(parser.add_argument_group("model"))
     _add_recipe(parser.add_argument_group("recipe", "how the model wants its pixels; any subset (not given: the "
-                                          "checkpoint's recipe, else the architecture's torchvision recipe: ResNet50 "
-                                          "232/224, ImageNet mean/std)"))
+                                          "checkpoint's recipe, else the model's own: its torchvision weights' (ResNet50 "
+                                          "232/224 bilinear, ImageNet mean/std), timm's pretrained_cfg, the folder's "
+                                          "image processor, the recipe logged with the MLflow model)"))
     _add_execution(parser.add_argument_group("execution", "how the model runs; not given: decided for the engine's "
                                              "devices and recorded in the manifest"))
     shown = parser.add_argument_group("what the command prints")
@@ -150,17 +153,24 @@ def _add_reruns(group: argparse._ArgumentGroup) -> None:
 
 
 def _add_model(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--model", metavar="SOURCE",
+                       help="a torchvision classifier (resnet50, convnext_tiny, efficientnet_b0...: --arch's names); "
+                            "timm:NAME (weights from --weights); hf:PATH, a Hugging Face folder (local or s3://) written by "
+                            "save_pretrained; models:/NAME/VERSION, models:/NAME@ALIAS or runs:/RUN/PATH, an MLflow PyTorch "
+                            "model (MLFLOW_TRACKING_URI's registry); not given: --arch, else resnet50")
     group.add_argument("--weights", type=uri_argument,
-                       help="imagenet | random | PATH | s3://... checkpoint: a state dict, or one under 'state_dict' or "
-                            "'model', any head size; not given: imagenet (random for the sample)")
-    group.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH, metavar="ARCH",
-                       help=f"the torchvision classifier the weights are for: {', '.join(ARCHS)}")
+                       help=f"imagenet | random | {OWN_WEIGHTS} | PATH | s3://... checkpoint: a state dict (torch.save or "
+                            "safetensors), or one under 'state_dict' or 'model', any head size; not given: the model's own "
+                            "(imagenet for a torchvision name, the folder's or the MLflow model's), random for the sample")
+    group.add_argument("--arch", choices=ARCHS, metavar="ARCH",
+                       help=f"--model's old name, for a torchvision classifier: {', '.join(ARCHS)}")
     group.add_argument("--labels", type=uri_argument, metavar="PATH|s3://",
                        help="class names, one per line or a JSON list, in the head's order; not given: the checkpoint's "
                             "class_names/classes, torchvision's ImageNet names for imagenet, else none (label_name null)")
     group.add_argument("--embeddings", nargs="?", const="with", default="off", choices=EMBEDDINGS_CHOICES,
-                       help="write the pooled feature (ResNet50: 2048 values) as the embedding column: with (a bare "
-                            "--embeddings) beside the predictions, only instead of them (no prediction columns), off")
+                       help="write the model's embedding column (a classifier's pooled feature, ResNet50: 2048 values; a "
+                            "CLIP or SigLIP tower's image embedding; DINOv2's class token): with (a bare --embeddings) beside "
+                            "the predictions, only instead of them (no prediction columns; what an embedder needs), off")
     group.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=JobConfig.embedding_dtype,
                        help="the embedding column's element type: float32 (8 KiB a row for ResNet50), or float16 (half "
                             "that, written as Parquet's FLOAT16, which Spark, Delta and Iceberg cannot read; pyarrow and "
@@ -173,6 +183,10 @@ def _add_recipe(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--crop", type=positive_int(), help="square centre crop fed to the model, in pixels")
     group.add_argument("--mean", type=_rgb, metavar="R,G,B", help="per-channel mean of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
     group.add_argument("--std", type=_rgb, metavar="R,G,B", help="per-channel std of pixels scaled to [0, 1], e.g. 0.5,0.5,0.5")
+    group.add_argument("--interpolation", choices=INTERPOLATIONS, help="the resize kernel (antialiased, as PIL's)")
+    group.add_argument("--crop-mode", choices=CROP_MODES,
+                       help="center: the short side to --resize, then the --crop square from the centre; squash: both "
+                            "sides to --resize (the aspect not kept), then the centre --crop (a ViT or SigLIP processor's)")
 
 
 def _add_execution(group: argparse._ArgumentGroup) -> None:
@@ -247,10 +261,10 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
     """The ``JobConfig`` for parsed shared options (engine options stay in the namespace)."""
     fields = {f.name for f in dataclasses.fields(JobConfig)}
     values = {name: value for name, value in vars(args).items() if name in fields}
-    if values.get("weights") is None:
-        # The built-in sample must run offline, so it defaults to random weights (and says so);
-        # a real job defaults to ImageNet and stops if those cannot be had.
-        values["weights"] = "random" if values.get("input") is None else "imagenet"
+    if values.get("weights") is None and values.get("input") is None:
+        # The built-in sample must run offline, so it defaults to random weights (and says so); a real job
+        # defaults to the model's own (JobConfig: ImageNet for a torchvision name) and stops if they cannot be had.
+        values["weights"] = "random"
     return JobConfig(**values)
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
+from inference.errors import WeightsError
+from inference.sources import TORCHVISION, parse_model, weights_for_source
 from job.errors import JobError
 from job.input.objects import DEFAULT_PER_PART
 from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
@@ -23,8 +25,9 @@ from storage import has_credentials, normalise, redact, within
 # --embeddings: off: predictions only; with: the embedding column beside the predictions; only: the
 # embedding column instead of them (the prediction columns are left out of the table).
 EMBEDDINGS_CHOICES = ("off", "with", "only")
-RECIPE_FIELDS = ("resize", "crop", "mean", "std")
+RECIPE_FIELDS = ("resize", "crop", "mean", "std", "interpolation", "crop_mode")
 URI_FIELDS = ("input", "output", "weights", "labels")
+HF_PREFIX = "hf:"  # --model hf:PATH: its path is a URI too
 # --table-format: what a reader finds under --output. parquet: a folder of Parquet parts beside our manifest;
 # delta and iceberg: the same parts, committed once a run as one version of a Delta Lake / Iceberg table.
 TABLE_FORMATS = ("parquet", "delta", "iceberg")
@@ -43,7 +46,9 @@ _ROOMY_RECIPE = Recipe(resize=2**31, crop=1)
 class JobConfig:
     input: str | None  # s3://bucket/prefix/ or a local path of Parquet files; None: the built-in sample
     output: str | None  # prefix for prediction Parquet + _SUCCESS.json; None: a fresh temp dir
-    weights: str = "imagenet"  # imagenet | random | PATH | s3://...; never falls back to random
+    # imagenet | random | own | PATH | s3://...; None: the model source's own (imagenet for a torchvision name, the
+    # folder's or the MLflow model's for hf: and MLflow; timm: needs one). Never falls back to random.
+    weights: str | None = None
     s3_endpoint_url: str | None = None  # S3-compatible store (MinIO, moto...); else AWS_ENDPOINT_URL
     image_column: str = "image"  # encoded bytes, or raw uint8 pixels (see raw_shape)
     id_column: str = "id"  # when absent from the data, ids are "<path relative to --input>:<row index>"
@@ -80,13 +85,19 @@ class JobConfig:
     # model's own transform (docs/model.md); exact: Pillow, the transform's own pixels. None: fast.
     cpu_resize: str | None = None
     # The model (inference.describe_model resolves these once, on the driver, before any work).
-    arch: str = DEFAULT_ARCH  # a torchvision classifier the weights were trained as (inference.archs.ARCHS)
+    # --model: a torchvision name, timm:NAME, hf:PATH, models:/NAME/VERSION, models:/NAME@ALIAS or runs:/RUN/PATH
+    # (inference.sources); None: --arch, else resnet50.
+    model: str | None = None
+    arch: str | None = None  # --model's old name, torchvision names only (inference.archs.ARCHS); kept for old commands
     labels: str | None = None  # class names, one per line or a JSON list (path or s3://); None: the checkpoint's, else ImageNet's for imagenet
-    # The eval recipe, any subset; None: the checkpoint's, else the architecture's torchvision default.
-    resize: int | None = None  # short side after resize, pixels
+    # The eval recipe, any subset; None: the checkpoint's, else the model's own (its torchvision weights', timm's
+    # pretrained_cfg, the folder's image processor, the recipe logged with the MLflow model).
+    resize: int | None = None  # short side after resize (both sides for a squash), pixels
     crop: int | None = None  # square centre crop fed to the network, pixels
     mean: RGB | None = None  # per channel, of pixels scaled to [0, 1]
     std: RGB | None = None
+    interpolation: str | None = None  # the resize kernel: bilinear | bicubic (preprocess.recipe.INTERPOLATIONS)
+    crop_mode: str | None = None  # center: short side to resize, then crop; squash: both sides to resize (CROP_MODES)
     embeddings: str = "off"  # off | with | only (EMBEDDINGS_CHOICES): the pooled feature beside or instead of predictions
     # float32: what Spark, Delta and Iceberg read (8 KiB a row for ResNet50's 2048 values). float16 halves that, but
     # pyarrow writes it only as Parquet's FLOAT16, which Spark 3.5/4 refuses and Delta/Iceberg have no type for.
@@ -104,6 +115,7 @@ class JobConfig:
 
     def __post_init__(self) -> None:
         self._normalise_uris()
+        self._resolve_model()
         _require(self.limit is None or self.limit > 0, f"--limit must be positive, got {self.limit}")
         _require(self.batch_size is None or self.batch_size > 0, f"--batch-size must be positive, got {self.batch_size}")
         _require(self.precision in (None, *PRECISIONS), f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
@@ -130,7 +142,6 @@ class JobConfig:
                  "night by night over a table --incremental keeps; add --incremental (or --resume, to finish a stopped night)")
         _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
                  "--incremental run; add --incremental")
-        _require(self.arch in ARCHS, f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
         _require(self.embeddings in EMBEDDINGS_CHOICES,
                  f"--embeddings must be one of {', '.join(EMBEDDINGS_CHOICES)}, got {self.embeddings!r}")
         _require(self.embedding_dtype in EMBEDDING_DTYPES,
@@ -144,6 +155,7 @@ class JobConfig:
         self._check_iceberg_catalog()
         self._check_recipe()
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
+                            ("--model", self.model),
                             ("--labels", self.labels), ("--s3-endpoint-url", self.s3_endpoint_url)):
             # The manifest records the config: a password in a URL would be written next to the data.
             _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
@@ -158,9 +170,25 @@ class JobConfig:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, normalise(value))  # frozen: this is construction, not a change
+        if self.model is not None and self.model.startswith(HF_PREFIX):  # hf:S3://b/vit is hf:s3://b/vit
+            object.__setattr__(self, "model", HF_PREFIX + normalise(self.model[len(HF_PREFIX):]))
+
+    def _resolve_model(self) -> None:
+        """``model`` from --model or its old name --arch, and ``weights`` from the source's default when not given."""
+        _require(self.arch is None or self.arch in ARCHS, f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
+        _require(self.model is None or self.arch is None or self.model == self.arch,
+                 f"--model {self.model} and --arch {self.arch} name two models (--arch is --model's old name); pass one")
+        try:
+            source = parse_model(self.model or self.arch or DEFAULT_ARCH)
+            weights = weights_for_source(source, self.weights, sample=False)
+        except WeightsError as e:
+            raise JobError(str(e)) from e
+        object.__setattr__(self, "model", source.given)  # frozen: this is construction, not a change
+        object.__setattr__(self, "arch", source.name if source.kind == TORCHVISION else None)  # as readers of arch knew it
+        object.__setattr__(self, "weights", weights)
 
     def recipe_overrides(self) -> dict[str, object]:
-        """The recipe options given (any of resize, crop, mean, std), for ``inference.describe_model``."""
+        """The recipe options given (any of ``RECIPE_FIELDS``), for ``inference.describe_model``."""
         return {name: getattr(self, name) for name in RECIPE_FIELDS if getattr(self, name) is not None}
 
     def to_dict(self) -> dict:
@@ -189,7 +217,7 @@ class JobConfig:
         try:
             _ROOMY_RECIPE.updated(self.recipe_overrides(), "the recipe options")
         except ValueError as e:
-            option = next((f"--{name}" for name in RECIPE_FIELDS if f"'s {name} " in str(e)), "--resize/--crop")
+            option = next((f"--{name.replace('_', '-')}" for name in RECIPE_FIELDS if f"'s {name} " in str(e)), "--resize/--crop")
             raise JobError(f"{option}: {e.__cause__ or e}") from e
 
 

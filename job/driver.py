@@ -202,8 +202,9 @@ def _model_line(execution: Execution) -> str:
     """``resnet50, 10 classes named by checkpoint x.pt, embeddings float16``: the model and what the rows hold."""
     model = execution.model
     names = f"named by {model.names_source}" if model.names_source else "no class names"
-    outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings}"
-    return f"{model.arch}, {model.num_classes} classes {names}{outputs}{'' if execution.predictions else ' only'}"
+    classes = f"{model.num_classes} classes {names}" if not model.embedder else "an embedder"
+    outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings} ({model.embedding_dim})"
+    return f"{model.source}, {classes}{outputs}{'' if execution.predictions else ' only'}"
 
 
 @contextmanager

@@ -22,7 +22,8 @@ from typing import Literal
 
 from inference.compile import compile_by_size
 from inference.dtypes import EmbeddingDtype, Precision
-from inference.spec import ModelSpec, describe_model
+from inference.describe import describe_model
+from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.errors import JobError
 from preprocess import CpuResize
@@ -113,11 +114,14 @@ def this_machine() -> Devices:
 def model_for(config: JobConfig) -> ModelSpec:
     """The model ``config`` names, described once (``inference.describe_model``), and checked against the options.
 
-    Raises ``WeightsError`` for weights, names or a recipe that cannot be used, ``JobError`` for a
-    ``--topk`` above the class count: both before any image is decoded.
+    Raises ``WeightsError`` for a model, weights, names or a recipe that cannot be used, ``JobError`` for a
+    ``--topk`` above the class count or predictions asked of an embedder: all before any image is decoded.
     """
-    model = describe_model(config.weights, arch=config.arch, labels=config.labels,
+    model = describe_model(config.weights, model=config.model, labels=config.labels,
                            recipe_overrides=config.recipe_overrides(), s3_endpoint_url=config.s3_endpoint_url)
+    if model.embedder and config.embeddings != "only":
+        raise JobError(f"--model {config.model} is an embedder ({model.embedding}): it has no classes to predict; "
+                       "pass --embeddings only")
     if config.topk is not None and config.topk > model.num_classes and config.embeddings != "only":
         # Refused, not lowered: the user asked for that many columns' worth; the default is lowered instead.
         raise JobError(f"--topk {config.topk}: the model has {model.num_classes} classes; pass --topk {model.num_classes} "

@@ -25,6 +25,7 @@ from runners import require_extra
 
 require_extra("sagemaker", __name__)  # before the SDK's and toolkit's imports: a missing extra is one line
 
+from inference.sources import parse_model  # noqa: E402
 from job import progress  # noqa: E402
 from job.config import JobConfig
 from job.driver import commands
@@ -158,7 +159,14 @@ class SageMakerSession:
 
 
 def check_args(args: argparse.Namespace, config: JobConfig) -> None:
-    options_from_args(args)  # a bad option stops the job before any planning
+    options = options_from_args(args)  # a bad option stops the job before any planning
+    source = parse_model(config.model).source
+    if source.extra is not None and not options.local and options.image_uri is None:
+        # The archive carries the wheels the official image lacks for our code (wheels.SERVING_PACKAGES), not a
+        # model library's whole dependency tree, which --no-index installs could not complete.
+        raise JobError(f"--model {config.model} on AWS needs the [{source.extra}] extra's packages "
+                       f"({', '.join(source.modules)}) in the serving image, which the official PyTorch image lacks: "
+                       "pass --image-uri of an image that has them, or run it here with --local")
 
 
 ENGINE = Engine(

@@ -38,8 +38,9 @@ class Classifier:
     """The model, loaded once; each call classifies a list, an Arrow array or an Arrow table of images.
 
     ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with the
-    command's defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings="off"|"with"|"only"``,
-    ``batch_size``, ``decode``, ``precision``, ``compile``, ``topk``, ``raw_shape``, ``resize``, ``crop``, ...
+    command's defaults: ``model="resnet50"`` (or ``"timm:NAME"``, ``"hf:PATH"``, an MLflow ``"models:/NAME@ALIAS"``),
+    ``weights`` (the model's own: ``"imagenet"`` for a torchvision name), ``labels``,
+    ``embeddings="off"|"with"|"only"``, ``batch_size``, ``decode``, ``precision``, ``compile``, ``topk``, ``raw_shape``, ``resize``, ``crop``, ...
     A bad one raises ``job.errors.JobError``, one line naming it and the fix.
     """
 

@@ -30,6 +30,7 @@ from job.api.columns import with_image_column
 from job.config import EMBEDDINGS_CHOICES, JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, Devices, Execution, decide, model_for
+from preprocess.recipe import CROP_MODES, INTERPOLATIONS
 from preprocess.routing import DECODE_MODES
 from storage import StorageError
 
@@ -38,11 +39,12 @@ PREFIX_ONLY = ("input", "output", "limit", "skip_id_check", "overwrite", "resume
                "objects_per_part", "table_format", "time_travel_days", "iceberg_catalog", "iceberg_table")
 API_OPTIONS = tuple(f.name for f in dataclasses.fields(JobConfig) if f.name not in PREFIX_ONLY)
 TUPLES = ("raw_shape", "mean", "std")  # given as lists too (a JSON config, a notebook); JobConfig holds tuples
-URI_OPTIONS = ("weights", "labels", "s3_endpoint_url")
+URI_OPTIONS = ("model", "weights", "labels", "s3_endpoint_url")
 _HINTS = typing.get_type_hints(JobConfig)  # each option's type, as JobConfig declares it
 # The words a refusal may put after a flag as its value ("--decode gpu decodes ..."), by option.
 CHOICES = {"decode": DECODE_MODES, "precision": PRECISIONS, "compile": COMPILE_CHOICES, "arch": tuple(ARCHS),
-           "embeddings": EMBEDDINGS_CHOICES, "embedding_dtype": EMBEDDING_DTYPES}
+           "embeddings": EMBEDDINGS_CHOICES, "embedding_dtype": EMBEDDING_DTYPES, "interpolation": INTERPOLATIONS,
+           "crop_mode": CROP_MODES}
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: (\S+))?")
 
 

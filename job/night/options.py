@@ -6,8 +6,8 @@ table (``Snapshot.models``). Two parts' rows are comparable when their keys are 
 from a file's is either a rollout (``job.night.rollout``) or refused, naming what differs (``differing``).
 
 Options recorded before a field existed read as that field's value then (``normalised``): a recipe without an
-interpolation or crop mode was the bilinear centre crop every recipe was, and rows made before ``--cpu-resize``
-were Pillow's (``exact``).
+interpolation or crop mode was the bilinear centre crop every recipe was, rows made before ``--cpu-resize`` were
+Pillow's (``exact``), and a model recorded without its ``source`` was a torchvision name, its ``arch``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def normalised(options: Mapping) -> dict:
     (interpolation, crop mode, crop offset: today's defaults, a bilinear centre crop rounded as torchvision does) and
     ``cpu_resize`` (exact: Pillow resized every row before the fast path was the default)."""
     options = {"cpu_resize": "exact", **options}
+    if "source" not in options and "arch" in options:  # every model was a torchvision name then: its source
+        options["source"] = options["arch"]
     recipe = options.get("recipe")
     if isinstance(recipe, Mapping):
         return {**options, "recipe": {**Recipe().to_dict(), **recipe}}
@@ -54,4 +56,5 @@ def difference_line(recorded: Mapping, current: Mapping) -> str:
 
 def model_label(options: Mapping) -> str:
     """The model the options name, as the rows' ``model`` column names it."""
-    return model_lineage(options.get("arch", "unknown"), options.get("weights_sha256"))
+    options = normalised(options)
+    return model_lineage(options.get("source") or "unknown", options.get("weights"), options.get("weights_sha256"))

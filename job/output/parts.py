@@ -56,8 +56,9 @@ OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", 
 # rounding between the CPU and the device paths, and between --cpu-resize fast and exact), at what precision,
 # with which recipe, which columns...
 EXECUTION_OPTIONS = ("decode", "cpu_resize", "precision", "recipe", "topk", "predictions", "embeddings")
-# ...and the model the driver described: its architecture, names and weights by their hashes.
-MODEL_OPTIONS = ("arch", "names_sha256", "weights_sha256")
+# ...and the model the driver described: its source (resnet50, timm:convnext_tiny, hf:..., mlflow:models:/pets/3), its
+# architecture, names and weights by their hashes. A table written before ``source`` reads as its arch (job.night.options).
+MODEL_OPTIONS = ("source", "arch", "names_sha256", "weights_sha256")
 # The parts' own layout: 2 adds the lineage columns. A table of parts laid out otherwise is refused (one line naming
 # --overwrite) rather than mixed with parts of other columns, which its readers could not read as one table.
 LAYOUT = 2
@@ -137,7 +138,8 @@ class Parts:
         source = input_relpath(self.input_root, file.path)
         record = {"input_file": source, "rows": file.rows, "options": self.options,
                   "identity": file.identity.to_dict() if file.identity is not None else None, "run_id": self.run_id}
-        model = model_lineage(self.options.get("arch", "unknown"), self.options.get("weights_sha256"))
+        model = model_lineage(self.options.get("source") or self.options.get("arch", "unknown"), self.options.get("weights"),
+                              self.options.get("weights_sha256"))
         rows = table.select(self.schema.names).cast(self.schema)
         # An image object's row comes from the object, not its group: its source is its key (its id), so a privacy
         # DELETE by key finds it, and a night takes out a group's rows by their keys' range.

@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from inference.weights import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
+
 if TYPE_CHECKING:  # only types here: the CPU stage's processes never load torch
     from inference import Predictions
     from job.execution import Execution
@@ -55,7 +57,7 @@ SOURCE = "source_file"  # the lineage column naming the row's input file: what a
 LINEAGE_FIELDS = (
     pa.field(SOURCE, pa.string()),  # the input file, or the image object's key, relative to --input
     pa.field("run_id", pa.string()),  # the run that made the row (its manifest: _history/<run id>.json)
-    pa.field("model", pa.string()),  # "<arch> sha256:<16 hex of the weights' digest>" (model_lineage)
+    pa.field("model", pa.string()),  # "<source> sha256:<16 hex of the weights' digest>", or "... random seed 0" (model_lineage)
     pa.field("made_at", pa.timestamp("us", tz="UTC")),  # when its part was written
 )
 
@@ -167,9 +169,14 @@ def _plain_array(array: pa.Array, wanted: pa.DataType) -> pa.Array:
     return array.cast(wanted)
 
 
-def model_lineage(arch: str, weights_sha256: str | None) -> str:
-    """The ``model`` lineage value: the architecture and the start of its weights' digest."""
-    return f"{arch} sha256:{(weights_sha256 or 'unknown')[:16]}"
+def model_lineage(source: str, weights: str | None, weights_sha256: str | None) -> str:
+    """The ``model`` lineage value: the model's source (``timm:convnext_tiny``, ``mlflow:models:/pets/3``) and the start of
+    its weights' digest; seeded random weights say so (``resnet50 random seed 0``), torchvision's ImageNet weights too."""
+    if weights == RANDOM_WEIGHTS:
+        return f"{source} random seed {RANDOM_WEIGHTS_SEED}"
+    if weights_sha256 is None and weights == IMAGENET_WEIGHTS:
+        return f"{source} torchvision imagenet"  # torchvision's DEFAULT weights, checked against their hash as downloaded
+    return f"{source} sha256:{(weights_sha256 or 'unknown')[:16]}"
 
 
 def with_lineage(table: pa.Table, source: str | pa.ChunkedArray, run_id: str, model: str, made_at: datetime) -> pa.Table:

@@ -58,8 +58,9 @@ def classify(dataset: ray.data.Dataset, *, num_gpu_actors: int | None = None, nu
     a row, never a failed block).
 
     ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with its
-    defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings``, ``embedding_dtype``,
-    ``batch_size``, ``decode``, ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``,
+    defaults: ``model="resnet50"`` (or ``"timm:NAME"``, ``"hf:PATH"``, an MLflow ``"models:/NAME@ALIAS"``),
+    ``weights`` (the model's own: ``"imagenet"`` for a torchvision name), ``labels``, ``embeddings``,
+    ``embedding_dtype``, ``batch_size``, ``decode``, ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``,
     ``std``, ``max_pixels``, ``s3_endpoint_url``. ``num_gpu_actors``/``num_cpu_actors``: the pools'
     sizes (default: one model actor per GPU, else one on CPU; a decoder per CPU the cluster has
     beyond those and one CPU for the pipeline's own tasks). Where the actors and that CPU do not

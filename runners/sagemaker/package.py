@@ -3,7 +3,8 @@
 Layout (the container unpacks it into /opt/ml/model)::
 
     model.pth            {"state_dict", "class_names", "recipe"}: the weights the driver described,
-                         with their names and recipe (absent for --weights random)
+                         with their names and recipe (a torchvision or timm model; absent for --weights random)
+    model/               a Hugging Face folder's files, or an MLflow model's, as the driver read them
     serving.json         the job options the handler needs (image column, ...) and the run's plan,
                          whose model (architecture, names, recipe) names model.pth and its sha256
     code/handler.py      runners/sagemaker/serving/handler.py: model_fn ... output_fn
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 
 from inference import ModelSpec, load_model
+from inference.sources import OWN_WEIGHTS, TORCHVISION
 from inference.weights import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.execution import Execution
@@ -64,6 +66,21 @@ def archive_weights(model: ModelSpec, path: str, s3_endpoint_url: str | None = N
     return dataclasses.replace(model, weights=handler.WEIGHTS_FILE, weights_sha256=sha256)
 
 
+def archive_folder(model: ModelSpec, tar: tarfile.TarFile, s3_endpoint_url: str | None = None) -> ModelSpec:
+    """Add a folder source's files (an HF folder, an MLflow model) under ``handler.MODEL_FOLDER``; returns the spec
+    that reads them there (the weights' digest unchanged: the same bytes). Other sources are returned as they are."""
+    from inference.families import local_folder  # torch and the source's library: only for such a model
+
+    folder = local_folder(model, s3_endpoint_url)
+    if folder is None:
+        return model
+    for root, _, names in os.walk(folder):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            tar.add(path, f"{handler.MODEL_FOLDER}/{os.path.relpath(path, folder)}")
+    return dataclasses.replace(model, location=handler.MODEL_FOLDER, store=None)
+
+
 def build_model_tar(config: JobConfig, execution: Execution, directory: str, wheels: Sequence[Path] = ()) -> str:
     """Write ``directory/model.tar.gz``; returns its path.
 
@@ -72,7 +89,9 @@ def build_model_tar(config: JobConfig, execution: Execution, directory: str, whe
     """
     path = os.path.join(directory, "model.tar.gz")
     with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
-        if execution.model.weights != RANDOM_WEIGHTS:
+        if execution.model.kind != TORCHVISION:
+            execution = dataclasses.replace(execution, model=archive_folder(execution.model, tar, config.s3_endpoint_url))
+        if execution.model.weights not in (RANDOM_WEIGHTS, OWN_WEIGHTS):  # a weights file: torchvision's or timm's
             weights = os.path.join(tmp, handler.WEIGHTS_FILE)
             execution = dataclasses.replace(execution, model=archive_weights(execution.model, weights, config.s3_endpoint_url))
             tar.add(weights, handler.WEIGHTS_FILE)

@@ -44,8 +44,9 @@ def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: obje
     classified; else why not: a bad image is a row, never a failed task).
 
     ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with its
-    defaults: ``weights="imagenet"``, ``arch``, ``labels``, ``embeddings``, ``batch_size``, ``decode``,
-    ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``, ``std``, ``s3_endpoint_url``...
+    defaults: ``model="resnet50"`` (or ``"timm:NAME"``, ``"hf:PATH"``, an MLflow ``"models:/NAME@ALIAS"``),
+    ``weights`` (the model's own: ``"imagenet"`` for a torchvision name), ``labels``, ``embeddings``, ``batch_size``,
+    ``decode``, ``precision``, ``compile``, ``topk``, ``resize``, ``crop``, ``mean``, ``std``, ``s3_endpoint_url``...
     ``prefetch``: batches decoded ahead while the model runs, as the command's ``--prefetch``.
     Tasks get GPUs as the command's do (``spark.task.resource.gpu.amount``). On a local master the
     Python workers run this interpreter unless ``PYSPARK_PYTHON`` says otherwise.

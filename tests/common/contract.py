@@ -65,7 +65,7 @@ def assert_lineage(rows: list[dict], manifest: dict) -> None:
     for row in rows:
         assert (row["source_file"] == row["id"] if objects else row["source_file"] in files), row
         assert row["run_id"] and row["made_at"] is not None, row
-        assert row["model"] == model_lineage(model["arch"], model["weights_sha256"]), row
+        assert row["model"] == model_lineage(model["source"], manifest["config"]["weights"], model["weights_sha256"]), row
 
 
 def assert_timeline(manifest: dict, steady_at_least_whole: bool = False) -> None:

@@ -64,6 +64,14 @@ PUT_PHOTOS = ("python -c \"import boto3; from tests.common.images import encoded
 PETS_37 = ("python -c \"from pathlib import Path; from tests.common.checkpoints import fine_tuned_checkpoint; "
            "fine_tuned_checkpoint(Path('pets-37.pt'), 37)\"")
 PETS_TXT = "python -c \"open('pets.txt', 'w').write(''.join(f'breed-{i}\\n' for i in range(37)))\""
+# docs/model.md's sources: tiny models of each kind (tests.common.model_sources), where the user's own stand.
+MODEL_SOURCES = "from pathlib import Path; from tests.common import model_sources as m; "
+TIMM_CHECKPOINT = (f"python -c \"{MODEL_SOURCES}m.timm_checkpoint(Path('convnext_tiny.safetensors'), 'test_convnext', "
+                   "safetensors=True)\"")
+HF_VIT_ON_S3 = (f"python -c \"{MODEL_SOURCES}import boto3; s3 = boto3.client('s3'); folder = m.hf_folder(Path('vit-pets'), "
+                "'vit'); [s3.upload_file(str(p), 'my-bucket', f'models/vit-pets/{p.name}') for p in folder.iterdir()]\"")
+CLIP_FOLDER = f"python -c \"{MODEL_SOURCES}m.hf_folder(Path('clip-vit-base-patch32'), 'clip')\""
+MLFLOW_PETS = f"python -c \"{MODEL_SOURCES}m.mlflow_registered(Path('.').absolute())\""
 UPLOAD_PETS_37 = "python -c \"import boto3; boto3.client('s3').upload_file('pets-37.pt', 'my-bucket', 'models/pets-37.pt')\""
 
 # In the order they run: a command's `needs` come before it.
@@ -100,6 +108,20 @@ RUNS: dict[str, Run] = {
     "--embeddings only": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds/ --weights imagenet "
     "--incremental": Run(needs=(MY_BUCKET,), small={"/preds/": "/preds-nightly/"}, expect="ray: 12 images", slow=True),
+    # docs/model.md: one command per model source (a tiny model of each kind where the user's own stands).
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-timm/ --model timm:convnext_tiny "
+    "--weights ./convnext_tiny.safetensors": Run(needs=(MY_BUCKET,), before=TIMM_CHECKPOINT,
+                                                  small={"timm:convnext_tiny": "timm:test_convnext"},
+                                                  expect="timm:test_convnext, 10 classes", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-vit/ --model "
+    "hf:s3://my-bucket/models/vit-pets/": Run(needs=(MY_BUCKET,), before=HF_VIT_ON_S3,
+                                              expect="10 classes named by id2label", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/clip-vectors/ --model "
+    "hf:./clip-vit-base-patch32 --embeddings only": Run(needs=(MY_BUCKET,), before=CLIP_FOLDER, expect="an embedder",
+                                                        slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-mlflow/ --model "
+    "models:/pets@champion": Run(needs=(MY_BUCKET,), before=MLFLOW_PETS, env={"MLFLOW_TRACKING_URI": "sqlite:///mlflow.db"},
+                                 expect="mlflow:models:/pets/1, 10 classes named by logged", slow=True),
     # README: image objects as they lie (a few photos the test puts where the user's are).
     "python -m runners.ray_job --input s3://my-bucket/photos/ --output s3://my-bucket/photo-preds/ --incremental": Run(
         before=PUT_PHOTOS, expect="ray: 3 images (3 predicted, 0 errors)", slow=True),

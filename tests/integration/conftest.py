@@ -12,6 +12,7 @@ import pytest
 from filelock import FileLock
 
 from tests.common.every_engine import EveryEngine, run_every_engine
+from tests.common.model_sources import SourceCase, write_source_case
 
 T = TypeVar("T")
 
@@ -20,6 +21,12 @@ T = TypeVar("T")
 def every_engine(tmp_path_factory) -> EveryEngine:
     """All four engines once over one checkpoint and one input (tests.common.every_engine)."""
     return once_per_run(tmp_path_factory, "every-engine", run_every_engine)
+
+
+@pytest.fixture(scope="session")
+def source_case(tmp_path_factory) -> SourceCase:
+    """One input and every model source's model, with each model's own reference answers (tests.common.model_sources)."""
+    return once_per_run(tmp_path_factory, "model-sources", write_source_case)
 
 
 def once_per_run(tmp_path_factory, name: str, make: Callable[[Path], T]) -> T:

@@ -28,7 +28,7 @@ def test_options_are_the_commands_with_its_defaults_and_checks_in_python_words()
         api_config({"batch_size": "8"})
     with pytest.raises(JobError, match="^raw_shape='8,8,3': expected a tuple of 3 integers, or None$"):
         api_config({"raw_shape": "8,8,3"})
-    with pytest.raises(JobError, match="^weights: a bytes: expected a string$"):
+    with pytest.raises(JobError, match="^weights: a bytes: expected a string, or None$"):
         api_config({"weights": b"s3://key:secret@b/x.pt"})
     assert api_config({"weights": Path("/models/pets.pt")}).weights == "/models/pets.pt"
     # A URL is quoted as the message has it (redacted), never from the options; flags of no API option stay.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 from torchvision.models import get_model, get_model_weights
-from torchvision.transforms import InterpolationMode
 
 from inference.archs import ARCHS
 from inference.build import build
@@ -18,7 +17,7 @@ CPU = torch.device("cpu")
 def test_each_entry_is_torchvisions_recipe_head_and_embedding_size(name):
     arch = ARCHS[name]
     transforms = get_model_weights(name).DEFAULT.transforms()
-    assert transforms.interpolation == InterpolationMode.BILINEAR  # what preprocess resizes with
+    assert transforms.interpolation.value == arch.recipe.interpolation and transforms.antialias  # the kernel preprocess resizes with
     assert (arch.recipe.resize, arch.recipe.crop) == (transforms.resize_size[0], transforms.crop_size[0])
     assert (arch.recipe.mean, arch.recipe.std) == (tuple(transforms.mean), tuple(transforms.std))
     with torch.device("meta"):
@@ -35,7 +34,7 @@ def test_the_head_applied_to_the_embedding_is_the_whole_network(name, size):
     module = build(ARCHS[name], 5).eval()
     x = torch.randn(2, 3, size, size)
     with torch.inference_mode():
-        features, logits = FeaturesAndLogits(module, ARCHS[name])(x)
+        features, logits = FeaturesAndLogits(module, ARCHS[name].head)(x)
         whole = module(x)
     assert features.shape == (2, ARCHS[name].embedding_dim)
     torch.testing.assert_close(logits, whole)

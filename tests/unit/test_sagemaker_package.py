@@ -87,8 +87,34 @@ def test_user_weights_travel_with_their_names_recipe_and_architecture(tmp_path):
     assert (archived["arch"], archived["weights"], archived["num_classes"]) == ("resnet50", "model.pth", 10)
     assert archived["weights_sha256"] == hashlib.sha256(open(f"{unpacked}/model.pth", "rb").read()).hexdigest()
     model = handler.model_fn(unpacked)
-    assert model.config.weights == f"{tmp_path}/model/model.pth" and model.execution.model.class_names == tuple(names)
+    # What the container loads is the plan's model (the config carries the stages' options only).
+    assert model.execution.model.weights == f"{tmp_path}/model/model.pth" and model.execution.model.class_names == tuple(names)
     assert model.execution.recipe.to_dict() == {**saved["recipe"]} and model.execution.embeddings == "float32"
     loaded = model.classify.predictor._model.state_dict()  # the network split into body and head (embeddings)
     expected = reference.state_dict()
     assert torch.equal(loaded["head.weight"], expected["fc.weight"]) and torch.equal(loaded["body.conv1.weight"], expected["conv1.weight"])
+
+
+def test_a_folder_source_and_a_timm_checkpoint_travel_in_the_archive(tmp_path):
+    import torch
+
+    from tests.common.model_sources import hf_folder, timm_checkpoint
+
+    timm_checkpoint(tmp_path / "vit.pt", "test_vit")
+    hf = JobConfig(input=None, output=None, model=f"hf:{hf_folder(tmp_path / 'vit', 'vit')}", embeddings="with")
+    timm = JobConfig(input=None, output=None, model="timm:test_vit", weights=str(tmp_path / "vit.pt"))
+    images = torch.rand(2, 3, 224, 224)
+    for name, config in (("hf", hf), ("timm", timm)):
+        execution = cpu_execution(config)
+        unpacked = package.unpack(package.build_model_tar(config, execution, str(tmp_path)), str(tmp_path / name))
+        archived = json.load(open(f"{unpacked}/serving.json"))["execution"]["model"]
+        model = handler.model_fn(unpacked)  # loads from the archive alone: the folder's copy, or model.pth
+        if name == "hf":
+            assert archived["location"] == handler.MODEL_FOLDER and os.path.exists(f"{unpacked}/model/model.safetensors")
+            assert archived["weights_sha256"] == execution.model.weights_sha256  # the same bytes
+        else:
+            assert archived["weights"] == "model.pth" and archived["source"] == "timm:test_vit"
+        with torch.inference_mode():
+            mine = model.classify.predictor._model(images)[1]
+            theirs = package.load_model(execution.model).module(images) if name == "timm" else None
+        assert mine.shape == (2, 10) and (theirs is None or torch.allclose(mine, theirs, atol=1e-5))

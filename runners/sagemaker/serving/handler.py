@@ -5,8 +5,9 @@ Packaged as ``code/handler.py`` in model.tar.gz next to our ``preprocess``, ``in
 run: image cells -> ``Preprocess`` -> ``Classify`` -> the rows of ``job.output.rows``.
 The PyTorch container's default ``model_fn`` loads only TorchScript; ours runs the driver's
 plan for the job (``job.execution.Execution``) that ``serving.json`` carries, model included
-(architecture, class names, recipe; its weights ``model.pth`` in the model dir, or seeded
-random ones): the container decides nothing the driver already decided.
+(source, architecture, class names, recipe; its weights ``model.pth`` in the model dir, a Hugging Face
+or MLflow model's files in ``model/``, or seeded random ones): the container decides nothing the
+driver already decided.
 
 A request is one Parquet shard with an ``id`` column and the image column (see
 ``runners.sagemaker.shard``); the response is Parquet in the job's ``job.output.rows.output_schema``:
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from inference.sources import OWN_WEIGHTS
 from inference.weights import RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.errors import JobError
@@ -31,7 +33,8 @@ from job.stages import Classify, Preprocess
 from runners.sagemaker.serving import codecs
 
 SERVING_CONFIG = "serving.json"  # {"config": the job options it needs, "execution": the plan, model included}; package.py writes it
-WEIGHTS_FILE = "model.pth"  # {"state_dict", "class_names", "recipe"}; absent for weights "random"
+WEIGHTS_FILE = "model.pth"  # {"state_dict", "class_names", "recipe"}: a torchvision or timm model's; absent for "random"
+MODEL_FOLDER = "model"  # a Hugging Face folder's or an MLflow model's files, as the driver read them
 ID_COLUMN = "id"  # shards always carry their ids in this column
 
 
@@ -50,11 +53,14 @@ def model_fn(model_dir: str) -> ServingModel:
     options = serving["config"]
     execution = Execution.from_dict(serving["execution"])
     model = execution.model
-    if model.weights != RANDOM_WEIGHTS:  # the archive's own file, named relative to the model dir
+    if model.weights not in (RANDOM_WEIGHTS, OWN_WEIGHTS):  # the archive's own file, named relative to the model dir
         model = dataclasses.replace(model, weights=os.path.join(model_dir, model.weights))
-        execution = dataclasses.replace(execution, model=model)
+    if model.location == MODEL_FOLDER:  # the archive's copy of the model's folder
+        model = dataclasses.replace(model, location=os.path.join(model_dir, MODEL_FOLDER))
+    execution = dataclasses.replace(execution, model=model)
     raw_shape = options.pop("raw_shape", None)
-    config = JobConfig(input=None, output=None, weights=model.weights, id_column=ID_COLUMN,
+    # The plan's model (execution.model) is what Classify loads; the config holds only the options the stages read.
+    config = JobConfig(input=None, output=None, weights=RANDOM_WEIGHTS, id_column=ID_COLUMN,
                        raw_shape=tuple(raw_shape) if raw_shape else None, **options)
     return ServingModel(config, execution, Preprocess(config, execution), Classify(config, execution))
 

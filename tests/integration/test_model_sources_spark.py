@@ -1,0 +1,29 @@
+"""Every model source on Spark (one local Spark for the module): each Python worker loads the model the driver
+described once (a timm checkpoint, a Hugging Face folder, an MLflow model read from the store the driver resolved it
+in); the rows agree with the model's own reference pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners import spark_job
+from tests.common.contract import read_output
+from tests.common.model_sources import SourceCase, assert_agrees, current_store
+from tests.common.spark import local_spark
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+KEYS = ("timm-efficientnet", "timm-vit", "hf-vit", "hf-clip", "hf-dinov2", "mlflow-version", "mlflow-alias")
+
+
+@pytest.fixture(scope="module")
+def case(source_case) -> SourceCase:
+    with local_spark(), current_store(source_case.tracking):  # the driver's store only: workers read the description's
+        yield source_case
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_each_source_agrees_with_its_own_reference_pipeline(case, key, tmp_path):
+    manifest = spark_job.main(case.command(key, tmp_path / "out"))
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_agrees(case, key, rows, manifest)
+    assert manifest["engine"] == "spark"
