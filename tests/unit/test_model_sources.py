@@ -108,20 +108,20 @@ PROCESSORS = {  # preprocessor_config.json as each processor saves it (transform
     "vit": ({"image_processor_type": "ViTImageProcessor", "do_resize": True, "size": {"height": 224, "width": 224},
              "resample": 2, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
              "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]},
-            Recipe(224, 224, (0.5,) * 3, (0.5,) * 3, "bilinear", "squash")),
+            Recipe(224, 224, (0.5,) * 3, (0.5,) * 3, "bilinear", "squash", "floor")),
     "clip": ({"image_processor_type": "CLIPImageProcessor", "size": {"shortest_edge": 224}, "do_center_crop": True,
               "crop_size": {"height": 224, "width": 224}, "resample": 3, "image_mean": CLIP_MEAN, "image_std": CLIP_STD},
-             Recipe(224, 224, tuple(CLIP_MEAN), tuple(CLIP_STD), "bicubic", "center")),
+             Recipe(224, 224, tuple(CLIP_MEAN), tuple(CLIP_STD), "bicubic", "center", "floor")),
     "siglip": ({"image_processor_type": "SiglipImageProcessor", "size": {"height": 384, "width": 384}, "resample": 3,
                 "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]},
-               Recipe(384, 384, (0.5,) * 3, (0.5,) * 3, "bicubic", "squash")),
+               Recipe(384, 384, (0.5,) * 3, (0.5,) * 3, "bicubic", "squash", "floor")),
     "dinov2": ({"image_processor_type": "BitImageProcessor", "size": {"shortest_edge": 256}, "do_center_crop": True,
                 "crop_size": {"height": 224, "width": 224}, "resample": 3, "image_mean": [0.485, 0.456, 0.406],
-                "image_std": [0.229, 0.224, 0.225]}, Recipe(256, 224, interpolation="bicubic")),
+                "image_std": [0.229, 0.224, 0.225]}, Recipe(256, 224, interpolation="bicubic", crop_offset="floor")),
     "convnext": ({"image_processor_type": "ConvNextImageProcessor", "size": {"shortest_edge": 224}, "crop_pct": 0.875,
                   "resample": 3, "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]},
-                 Recipe(256, 224, interpolation="bicubic")),
-}
+                 Recipe(256, 224, interpolation="bicubic", crop_offset="floor")),
+}  # every Hugging Face processor starts its centre crop at (h - crop) // 2
 
 
 @pytest.mark.parametrize("kind", list(PROCESSORS))

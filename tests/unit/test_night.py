@@ -25,8 +25,8 @@ from storage import resolve
 from tests.common.parts import a_manifest
 
 V1, V2 = FileIdentity(10, 1), FileIdentity(12, 2)  # two versions of an input file
-OPTIONS = {"weights": "random", "arch": "resnet50", "weights_sha256": None}  # the run's
-OTHER = {**OPTIONS, "arch": "resnet18"}  # another model's
+OPTIONS = {"weights": "random", "source": "resnet50", "arch": "resnet50", "weights_sha256": None}  # the run's
+OTHER = {**OPTIONS, "source": "resnet18", "arch": "resnet18"}  # another model's
 FILES = {name: InputFile(f"/in/{name}", 3, V1) for name in "abcd"}
 PART = {name: file_part_name("/in", f) for name, f in FILES.items()}  # each file's part, as a first run names it
 OUT = resolve("/nowhere/out")  # never read: a footer or an index read there fails the case
@@ -132,8 +132,8 @@ def test_rows_that_timed_out_are_scored_again_beside_the_part_readers_read():
 
 
 def test_a_night_with_other_options_than_the_tables_is_refused_naming_rollout_and_overwrite():
-    with pytest.raises(JobError, match=r"the table's rows were made with other options \(arch; e.g. arch='resnet50', "
-                                       r"now 'resnet18'\).*--rollout-files N.*--overwrite"):
+    with pytest.raises(JobError, match=r"the table's rows were made with other options \(arch, source; e.g. "
+                                       r"arch='resnet50', now 'resnet18'\).*--rollout-files N.*--overwrite"):
         night({"incremental": True}, table("a", "b"), options=OTHER)
 
 
@@ -149,8 +149,8 @@ def test_a_rollout_rescores_the_oldest_files_of_another_model_a_few_a_night():
     progress = first.rollout
     assert (progress.files, progress.rescored, progress.left_files, progress.nights_to_go) == (
         {target: 3, options_key(OPTIONS): 2}, 2, 2, 1)
-    assert rollout_line(progress.to_dict()) == ("rollout: 3 of 5 files (9 of 15 images) on resnet18 sha256:unknown; 2 files "
-                                                "(6 images) on resnet50 sha256:unknown; 1 night to go at 2 files a night")
+    assert rollout_line(progress.to_dict()) == ("rollout: 3 of 5 files (9 of 15 images) on resnet18 random seed 0; 2 files "
+                                                "(6 images) on resnet50 random seed 0; 1 night to go at 2 files a night")
 
 
 def test_a_shared_tables_rescored_files_leave_by_their_lineage():
