@@ -130,6 +130,9 @@ RUNS: dict[str, Run] = {
     "python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ --incremental "
     "--table-format iceberg": Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
     # BENCHMARKS.md
+    "python -m benchmarks.rollout_bench --files 10000 --rollout-files 100": Run(
+        small={"--files 10000 --rollout-files 100": "--files 40 --rollout-files 4 --root /tmp/rollout_bench"},
+        expect="a rollout night re-scored 4", slow=True),
     "python -m benchmarks.plan_bench --files 1000,10000,50000": Run(
         small={"--files 1000,10000,50000": "--files 20 --repeats 1 --root /tmp/plan_bench"}, expect="ms a file"),
     "python -m benchmarks.listing_bench": Run(
@@ -226,6 +229,11 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/gpu_session.sh tests": GPU,
     "bash scripts/gpu_session.sh jobs": GPU,
     "bash scripts/gpu_session.sh short": GPU,
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --table-format delta "
+    "--incremental --weights s3://my-bucket/models/pets-v2.pt --rollout-files 2000": Skip(
+        "needs a table made by one fine-tuned model and a second one's checkpoint; the rollout runs night by night in "
+        "tests/integration/test_rollout.py, with two models"),
+    "python -m benchmarks.rollout_bench": NAMED_IN_PROSE,
     "python -m benchmarks.plan_bench --files 1000000 --repeats 1 --results /tmp/plan1m.jsonl": Skip(
         "makes 1,000,000 files and plans them (about 8 minutes); the documented plan_bench command runs at 20 files"),
     "python -m runners.local_job --input /tmp/listing_bench/1000000 --weights random --limit 64 --output /tmp/first-local":
