@@ -41,8 +41,8 @@ MODEL_URI = re.compile(r"models:/(?P<name>[^/@]+)(?:/(?P<version>\d+)|@(?P<alias
 DATA_FILES = ("data/model.pt2", "data/model.pth")  # pt2 (MLflow 3's default) and pickle: what the weights' digest is of
 NAME_KEYS = ("class_names", "classes")
 PROGRESS = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-EXPORTED = "torch.export program"
-SQLITE = "sqlite:///"  # then a relative path; sqlite://// is an absolute one  # the arch of a pt2 model: a graph, no class of its own
+EXPORTED = "torch.export program"  # the arch of a pt2 model: a graph, no class of its own
+SQLITE = "sqlite:///"  # then a relative path; sqlite://// is an absolute one
 
 
 def locate(uri: str, s3_endpoint_url: str | None) -> Located:
@@ -109,7 +109,10 @@ def _downloaded(location: str, store: tuple[str, ...] | None) -> str:
     from mlflow.exceptions import MlflowException
 
     tracking, registry = store or (None, None)
-    with _environment(PROGRESS, "false"):
+    # MLflow resolves a models:/ URI in the process's registry whatever registry_uri says: in a worker that is the
+    # default store of its working directory, so the store the driver resolved it in is named by the environment.
+    named = {"MLFLOW_TRACKING_URI": tracking, "MLFLOW_REGISTRY_URI": registry} if store else {}
+    with _environment({PROGRESS: "false", **named}):
         try:
             return mlflow.artifacts.download_artifacts(artifact_uri=location, dst_path=tempfile.mkdtemp(prefix="mlflow-model-"),
                                                        tracking_uri=tracking, registry_uri=registry)
@@ -188,17 +191,18 @@ def _recipe(logged: object, module: nn.Module, shown: str) -> tuple[Recipe | Non
         from inference.timm_models import recipe_from_timm
 
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
-    return None, f"it logged no recipe (log_model(..., metadata={{'recipe': {{...}}}}))"
+    return None, "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"
 
 
 @contextmanager
-def _environment(name: str, value: str) -> Iterator[None]:
-    before = os.environ.get(name)
-    os.environ[name] = value
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

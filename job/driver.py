@@ -33,7 +33,7 @@ from inference.errors import WeightsError
 from job import prepare, progress
 from job.cli import RESUME_HINT, config_from_args, run_main
 from job.config import JobConfig
-from job.errors import JobError, StoppedError
+from job.errors import JobError, SetupError, StoppedError
 from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, model_for, require_capable
 from job.night.begin import begin_night
@@ -213,6 +213,8 @@ def stopped_part_way() -> Iterator[None]:
     ``StoppedError``: exit 4, not the 2 of a run refused before any work."""
     try:
         yield
+    except SetupError:
+        raise
     except (JobError, StorageError, WeightsError) as e:
         raise StoppedError(str(e)) from e
 

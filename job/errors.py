@@ -30,6 +30,11 @@ class JobError(RuntimeError):
     """A problem the user can fix before any work runs; printed as one line."""
 
 
+class SetupError(JobError):
+    """A worker cannot run the job as it is set up (its node's CUDA, the image column's type): met once the
+    engine runs, yet running again as it is meets it again, so it is refused as any ``JobError`` (exit 2)."""
+
+
 class DataError(RuntimeError):
     """The input's data stopped the run after work began; one line naming the file and the fix.
 
@@ -41,7 +46,7 @@ class DataError(RuntimeError):
 class StoppedError(RuntimeError):
     """The run stopped after work began, for a cause outside the input's data; one line naming it and the fix.
 
-    ``job.driver`` raises it in place of a ``JobError`` or a storage error met once the engine works on the
+    ``job.driver`` raises it in place of a ``JobError`` (not a ``SetupError``) or a storage error met once the engine works on the
     images: the exit code then tells a scheduler that running again (with ``--resume``) may well succeed.
     """
 

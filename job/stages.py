@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from job.config import JobConfig
-from job.errors import DataError, JobError
+from job.errors import DataError, SetupError
 from job.execution import Execution
 from job.output.parts import failure_positions, positions, with_position
 from job.input.objects import READ_ERROR
@@ -256,7 +256,7 @@ def planned_device(execution: Execution, gpu_ids: list[int] | None = None) -> to
 
     device = choose_device(gpu_ids) if execution.device == "cuda" else torch.device("cpu")
     if device.type != execution.device:
-        raise JobError(f"the run was planned on a GPU, but CUDA is not usable in this worker (torch {torch.__version__}, "
+        raise SetupError(f"the run was planned on a GPU, but CUDA is not usable in this worker (torch {torch.__version__}, "
                        f"CUDA build {torch.version.cuda}): install a torch built for this node's CUDA driver, or run without GPUs")
     return device
 
@@ -276,7 +276,7 @@ def image_cells(column: pa.ChunkedArray | pa.Array, *, raw: bool) -> list:
         return column.to_pylist()
     if raw and (pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_)):
         return _list_cells(column)
-    raise JobError(f"image column has type {column.type}; expected binary image bytes, or a uint8 list with --raw-shape")
+    raise SetupError(f"image column has type {column.type}; expected binary image bytes, or a uint8 list with --raw-shape")
 
 
 def _list_cells(column: pa.ChunkedArray | pa.Array) -> list[np.ndarray | None]:

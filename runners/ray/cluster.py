@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import ray
 
-from job.errors import JobError
+from job.errors import JobError, SetupError
 from job.execution import Devices
 from job.lease.reaper import Reaper
 from preprocess import DEFAULT_MAX_PIXELS
@@ -49,7 +49,7 @@ RAY_DATA_STOP_S = 30.0  # how long a run's end waits for Ray Data's executor to 
 # spot node goes about once a night, and a run rarely outlives two); a fifth death ends the run, in one line.
 ACTOR_RESTARTS = 4
 # The last line of a traceback our own user-fixable error ended, as Ray quotes it.
-_WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|StorageError): (.+)$", re.MULTILINE)
+_WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|SetupError|StorageError): (.+)$", re.MULTILINE)
 
 
 class RaySession:
@@ -192,7 +192,7 @@ class RaySession:
             found = _WORKER_ERROR.findall(str(e))
             if found:
                 kind, text = found[-1]
-                raise {"JobError": JobError, "StorageError": StorageError}[kind](text) from e
+                raise {"JobError": JobError, "SetupError": SetupError, "StorageError": StorageError}[kind](text) from e
             raise
 
 

@@ -213,6 +213,8 @@ SKIPS: dict[str, Skip] = {
     "bash scripts/test.sh": THE_SUITE,
     "bash scripts/test.sh tests/unit": THE_SUITE,
     "bash scripts/test.sh -m slow tests/docs": Skip("this test's own slow part"),
+    "bash scripts/test.sh -m slow tests/integration tests/reliability": Skip(
+        "the slow set: every engine's copy of what CI runs on another, the slow sets below among them, over half an hour"),
     "bash scripts/test.sh -m slow tests/reliability/test_node_loss.py": Skip(
         "the slow set: a multi-node local Ray cluster, two nodes killed, about 140 s"),
     "bash scripts/test.sh -m slow tests/integration/test_ray_gpu_wait.py": Skip(

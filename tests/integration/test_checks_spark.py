@@ -39,8 +39,8 @@ def test_partition_folders_and_writer_markers_run(s3_bucket, s3_env, capsys):
     scenarios.partition_folders_and_writer_markers_run(spark_job.main, f"s3://{s3_bucket}", s3_env, capsys)
 
 
-def test_a_second_concurrent_run_is_refused_and_the_first_finishes_alone(tmp_path, capsys):
-    scenarios.concurrent_runs_into_one_prefix(spark_job.main, SUBPROCESS, str(tmp_path), None, capsys)
+def test_a_second_concurrent_run_is_refused_and_the_first_finishes_alone(s3_bucket, s3_env, capsys):
+    scenarios.concurrent_runs_into_one_prefix(spark_job.main, SUBPROCESS, f"s3://{s3_bucket}", s3_env, capsys)
 
 
 def test_a_crashed_runs_lease_is_taken_over_by_resume(tmp_path, capsys):

@@ -52,6 +52,7 @@ def spark_outputs(mixed) -> dict[str, Path]:
     return {mode: root / f"spark-{mode}" for mode in ("cpu", "gpu")}
 
 
+@pytest.mark.slow  # CI: the local job decodes on the device end to end (below), routing and decoding in tests/unit
 def test_ray_and_spark_predict_the_same(ray_outputs, spark_outputs):
     ray_rows, _ = read_output(str(ray_outputs["cpu"]))
     spark_rows = {r["id"]: r for r in read_output(str(spark_outputs["cpu"]))[0]}
@@ -63,6 +64,7 @@ def test_ray_and_spark_predict_the_same(ray_outputs, spark_outputs):
             np.testing.assert_allclose(other["topk_scores"], row["topk_scores"], atol=1e-4)
 
 
+@pytest.mark.slow  # CI: the local job decodes on the device end to end (below), routing and decoding in tests/unit
 def test_ray_and_spark_decode_on_the_device_and_agree(mixed, ray_outputs, spark_outputs):
     _, ids, bad = mixed
     ray_rows, ray_manifest = read_output(str(ray_outputs["gpu"]))
@@ -75,6 +77,7 @@ def test_ray_and_spark_decode_on_the_device_and_agree(mixed, ray_outputs, spark_
         assert (row["label"], row["error"]) == (spark_by_id[row["id"]]["label"], spark_by_id[row["id"]]["error"]), row["id"]
 
 
+@pytest.mark.slow  # CI: the local job decodes on the device end to end (below), routing and decoding in tests/unit
 def test_ray_error_rows_are_the_same_whatever_decodes(mixed, ray_outputs):
     """cpu, gpu and auto: the same rows errored with the same words, the same labels and embeddings elsewhere."""
     _, ids, bad = mixed

@@ -98,6 +98,7 @@ def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):
         np.testing.assert_allclose(by_id[row["id"]]["topk_scores"], row["topk_scores"], atol=1e-4)
 
 
+@pytest.mark.slow  # CI: README's first command runs it as written (tests/docs)
 def test_built_in_sample_runs_with_no_arguments(capsys):
     manifest = ray_job.main([])
     assert manifest["config"]["weights"] == "random"

@@ -20,11 +20,13 @@ def test_a_new_model_is_rolled_out_a_few_files_a_night(table_format, tmp_path):
     rollout.a_rollout_night_by_night(main, str(tmp_path), None, table_format, 7)
 
 
+@pytest.mark.slow  # CI: the rollout on S3 is Spark's, on Iceberg (test_incremental_spark.py)
 def test_a_rollout_on_s3(s3_bucket, s3_env):
     rollout.a_rollout_night_by_night(main, f"s3://{s3_bucket}", s3_env, "delta", 10)
 
 
-@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+# CI: Delta's; a stopped plain-folder night's parts are adopted as any night's (test_bad_night.py)
+@pytest.mark.parametrize("table_format", [pytest.param("parquet", marks=pytest.mark.slow), "delta"])
 def test_a_night_killed_mid_rollout_is_finished_by_the_next(table_format, tmp_path):
     rollout.a_night_killed_mid_rollout_is_finished_by_the_next(str(tmp_path), None, table_format, 5)
 

@@ -53,6 +53,7 @@ def test_a_hanging_batch_becomes_error_rows_and_the_run_goes_on(tmp_path, capsys
     assert f"model call timed out: over --batch-timeout {TIMEOUT_S} s, twice" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # CI: the night's plan of rows that timed out (tests/unit/test_night.py) and the hanging batch above
 def test_rows_that_timed_out_are_run_again_by_the_next_incremental_night(tmp_path):
     """A timeout is transient: the next --incremental runs the file again (beside the part readers read), the rest kept."""
     rows = [*synthetic_rows(3, "jpeg", (96, 72), seed=2), ("hangs", flat_png())]

@@ -44,7 +44,8 @@ def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy
     assert err.startswith(f"error: s3://{s3_bucket}/images/part-") and "503" in err, err
 
 
-@pytest.mark.parametrize("actor", ["RayPreprocess", "RayClassify"])
+# CI: the predictor's (its batches on the GPU are the costly ones to lose); the preprocessor's under -m slow
+@pytest.mark.parametrize("actor", [pytest.param("RayPreprocess", marks=pytest.mark.slow), "RayClassify"])
 def test_killed_actor_redoes_its_batches(actor, s3_bucket, s3_env, fault_proxy, tmp_path):
     ids, bad = write_mixed(f"s3://{s3_bucket}/images/", s3_env, rows_per_file=4)
     # A slow store (0.2 s a request) keeps each preprocessing task busy for about a second,

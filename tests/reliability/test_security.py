@@ -54,6 +54,7 @@ def stored_bytes(uri: str, endpoint: str) -> bytes:
     return b"".join(location.filesystem.open_input_stream(p).read() for p in paths)
 
 
+@pytest.mark.slow  # CI: the messages of failing S3 calls (below, whatever the engine) and SageMaker's run
 def test_ray_job_under_s3_faults_never_shows_the_secret(s3_bucket, s3_env, fault_proxy, fake_credentials, tmp_path):
     """The whole job in its own process, as a user runs it: with --verbose its Ray workers' output, and
     the AWS SDK's retry log (ARROW_S3_LOG_LEVEL=warn), all reach the captured stdout and stderr."""

@@ -211,3 +211,22 @@ def test_a_pickled_mlflow_model_loads_as_mlflow_allows_unpickling(tmp_path, monk
             describe_model("own", model="models:/pickled/1")
     finally:
         mlflow.set_tracking_uri(registry[0])
+
+
+def test_a_worker_loads_a_registered_model_from_the_store_the_driver_found_it_in(registry, tmp_path):
+    """A worker's MLflow knows no store (its own default: a sqlite file in its working directory); MLflow resolves a
+    models:/ URI there whatever store it is handed, so the worker names the driver's."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    spec = describe_model("own", model="models:/pets@champion")
+    (tmp_path / "spec.pickle").write_bytes(pickle.dumps(spec))
+    worker = ("import pickle, sys; from inference import load_model; "
+              "print(load_model(pickle.load(open('spec.pickle', 'rb'))).head)")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MLFLOW_")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-c", worker], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr[-2000:]
