@@ -10,6 +10,8 @@ import sys
 import tarfile
 from importlib.metadata import version
 
+import pytest
+
 from job.config import JobConfig
 from runners.sagemaker import container, package
 from runners.sagemaker.imports import modules_imported_by
@@ -97,6 +99,9 @@ def test_user_weights_travel_with_their_names_recipe_and_architecture(tmp_path):
 
 def test_a_folder_source_and_a_timm_checkpoint_travel_in_the_archive(tmp_path):
     import torch
+
+    for module, extra in (("timm", "timm"), ("transformers", "hf")):
+        pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[{extra}]'")
 
     from tests.common.model_sources import hf_folder, timm_checkpoint
 
