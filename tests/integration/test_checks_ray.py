@@ -31,6 +31,7 @@ def test_a_second_concurrent_run_is_refused_and_the_first_finishes_alone(s3_buck
     scenarios.concurrent_runs_into_one_prefix(ray_job.main, SUBPROCESS, f"s3://{s3_bucket}", s3_env, capsys)
 
 
+@pytest.mark.slow  # CI: Spark's (the lease is the driver's, whatever the engine)
 def test_a_crashed_runs_lease_is_taken_over_by_resume(s3_bucket, s3_env, capsys):
     scenarios.a_crashed_runs_lease_is_taken_over_by_resume(ray_job.main, f"s3://{s3_bucket}", s3_env, capsys)
 

@@ -24,6 +24,7 @@ def run(*argv: str) -> dict:
     return ray_job.main(["--weights", "random", "--batch-size", "8", *argv])
 
 
+@pytest.mark.slow  # CI: Spark's (tests/reliability/test_spark_faults.py): the same pyarrow S3 reads and retries
 def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
     s3_faults_lose_no_row(ray_job, s3_bucket, s3_env, fault_proxy(fault_rate=FAULT_RATE, seed=1))
 
