@@ -55,6 +55,7 @@ def test_a_delete_after_a_compaction_then_a_changed_file_on_ray(tmp_path):
     privacy.a_delete_after_a_compaction_then_a_changed_file(ray_job.main, str(tmp_path), None, "delta")
 
 
+@pytest.mark.slow  # CI: Spark's on S3 and the local engine's, local and S3 (the withheld keys are the driver's)
 def test_an_image_objects_row_deleted_by_its_key_stays_deleted_on_ray(tmp_path):
     privacy.an_object_deleted_by_key_stays_deleted(ray_job.main, str(tmp_path), None, "delta")
 
@@ -63,5 +64,6 @@ def test_iceberg_nights_on_ray_after_a_compaction_and_a_delete(tmp_path):
     privacy.a_delete_after_a_compaction_then_a_changed_file(ray_job.main, str(tmp_path), None, "iceberg")
 
 
+@pytest.mark.slow  # CI: the local engine's, Spark's and SageMaker's (the plan gives the engine its files)
 def test_a_new_model_rolled_out_night_by_night_on_ray(tmp_path):
     rollout.a_rollout_night_by_night(ray_job.main, str(tmp_path), None, "delta", 12)

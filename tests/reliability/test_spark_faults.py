@@ -33,6 +33,7 @@ def test_s3_faults_lose_no_row(s3_bucket, s3_env, fault_proxy):
     s3_faults_lose_no_row(spark_job, s3_bucket, s3_env, fault_proxy(fault_rate=FAULT_RATE, seed=2))
 
 
+@pytest.mark.slow  # CI: Ray's (tests/reliability/test_ray_faults.py), the same exit 4 from the driver
 def test_s3_gone_after_planning_stops_in_one_line(s3_bucket, s3_env, fault_proxy, monkeypatch, capsys):
     assert s3_gone_after_planning(spark_job, s3_bucket, s3_env, fault_proxy(), monkeypatch) == 4  # stopped part-way
     # After Spark's own log of the failed task attempts: the worker's own line, naming the input file.
