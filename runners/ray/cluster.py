@@ -49,7 +49,8 @@ RAY_DATA_STOP_S = 30.0  # how long a run's end waits for Ray Data's executor to 
 # spot node goes about once a night, and a run rarely outlives two); a fifth death ends the run, in one line.
 ACTOR_RESTARTS = 4
 # The last line of a traceback our own user-fixable error ended, as Ray quotes it.
-_WORKER_ERROR = re.compile(r"^(?:[\w.]+\.)?(JobError|SetupError|StorageError): (.+)$", re.MULTILINE)
+_WORKER_ERRORS = {error.__name__: error for error in (JobError, SetupError, StorageError)}
+_WORKER_ERROR = re.compile(rf"^(?:[\w.]+\.)?({'|'.join(_WORKER_ERRORS)}): (.+)$", re.MULTILINE)
 
 
 class RaySession:
@@ -192,7 +193,7 @@ class RaySession:
             found = _WORKER_ERROR.findall(str(e))
             if found:
                 kind, text = found[-1]
-                raise {"JobError": JobError, "SetupError": SetupError, "StorageError": StorageError}[kind](text) from e
+                raise _WORKER_ERRORS[kind](text) from e
             raise
 
 

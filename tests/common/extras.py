@@ -46,3 +46,8 @@ def module_or_skip(name: str) -> ModuleType:
         return importlib.import_module(name)
     except MissingExtra as e:
         pytest.skip(str(e))
+
+
+def library_or_skip(module: str, extra: str) -> None:
+    """Skip the calling test, naming the install, when the model library ``module`` (of ``extra``) is missing here."""
+    pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[{extra}]'")

@@ -10,13 +10,12 @@ import sys
 import tarfile
 from importlib.metadata import version
 
-import pytest
-
 from job.config import JobConfig
 from runners.sagemaker import container, package
 from runners.sagemaker.imports import modules_imported_by
 from runners.sagemaker.serving import handler
 from tests.common.plans import cpu_execution
+from tests.common.extras import library_or_skip
 from tests.common.sagemaker import image_wheelhouse
 
 RANDOM = JobConfig(input=None, output=None, weights="random", topk=3)
@@ -100,8 +99,8 @@ def test_user_weights_travel_with_their_names_recipe_and_architecture(tmp_path):
 def test_a_folder_source_and_a_timm_checkpoint_travel_in_the_archive(tmp_path):
     import torch
 
-    for module, extra in (("timm", "timm"), ("transformers", "hf")):
-        pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[{extra}]'")
+    library_or_skip("timm", "timm")
+    library_or_skip("transformers", "hf")
 
     from tests.common.model_sources import hf_folder, timm_checkpoint
 

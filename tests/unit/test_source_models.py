@@ -17,19 +17,16 @@ from job.errors import JobError
 from job.execution import model_for
 from preprocess.recipe import Recipe
 from tests.common import model_sources as sources
+from tests.common.extras import library_or_skip
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
-
-
-def needs(module: str, extra: str) -> None:
-    pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[{extra}]'")
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """Every source's model, saved once for the module."""
-    needs("timm", "timm")
-    needs("transformers", "hf")
+    library_or_skip("timm", "timm")
+    library_or_skip("transformers", "hf")
     root = tmp_path_factory.mktemp("models")
     models = {"efficientnet": sources.timm_checkpoint(root / "efficientnet.pt", "test_efficientnet"),
               "vit": sources.timm_checkpoint(root / "vit.safetensors", "test_vit", safetensors=True)}
@@ -67,7 +64,7 @@ def test_a_timm_safetensors_file_and_options_over_timms_recipe(made):
 
 
 def test_timms_imagenet_label_info_names_a_head_of_its_size(tmp_path):
-    needs("timm", "timm")
+    library_or_skip("timm", "timm")
     import timm
 
     torch.save(timm.create_model("test_resnet", pretrained=False).state_dict(), tmp_path / "in1k.pt")  # 1000 classes
@@ -174,7 +171,7 @@ def test_random_weights_work_with_every_source(made):
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
     """A sqlite MLflow store with ``pets`` version 1 (alias ``champion``), MLflow's current store for the module."""
-    needs("mlflow", "mlflow")
+    library_or_skip("mlflow", "mlflow")
     import mlflow
 
     yield sources.mlflow_registered(tmp_path_factory.mktemp("mlflow"))
