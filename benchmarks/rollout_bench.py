@@ -6,7 +6,7 @@ Makes ``--files`` small Parquet files (``benchmarks.plan_bench.make_files``: 4 r
 takes, so every row is an error row and no time goes to pixels), runs a first night with model A (ResNet50)
 and then one rollout night with model B (ResNet18) and ``--rollout-files``, both on the local engine with the
 benchmarks' stand-in model (``benchmarks.standin_model``: the pipeline runs, the network does not). The rollout
-night is timed whole and by its plan (``job.night.plan.plan_night``) and final check (``job.night.check.verify``),
+night is timed whole and by its plan (``job.night.planning.plan_night``) and final check (``job.night.check.verify``),
 and the parts it reads are counted: footers read by the plan, parts read whole by the final check. One JSON row.
 """
 

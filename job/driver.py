@@ -10,7 +10,7 @@ with nothing new, a stopped night whose parts were all written) starts no engine
 - ``decide_job`` then fixes how the run computes, once, from the config, the described model,
   the engine's capabilities and the devices the started engine reports (``job.execution``: the
   ``Execution`` carries the model to every worker), and what the night does with the output, once,
-  from the options that shape the rows (``job.night.plan.plan_night``: keep, adopt, score, re-score,
+  from the options that shape the rows (``job.night.planning.plan_night``: keep, adopt, score, re-score,
   remove; a continued table's plan is made first for the devices it was made on, and is the plan when
   the engine's give the same options). The engine gets a frozen ``Job`` (``job.engine``): it reads it,
   never rewrites it, runs ``job.pending`` and commits one part per input file through ``job.output.parts``.
@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 from inference.errors import WeightsError
-from job import prepare, progress
+from job import failpoints, prepare, progress
 from job.cli import RESUME_HINT, config_from_args, run_main
 from job.config import JobConfig
 from job.errors import JobError, SetupError, StoppedError
@@ -38,9 +38,10 @@ from job.engine import Engine, EngineRun, EngineSession, Job
 from job.execution import Devices, Execution, decide, model_for, require_capable
 from job.night.begin import begin_night
 from job.night.finish import Ran, finish_job
-from job.night.plan import ROLLOUT, NightPlan, plan_night
+from job.night.plan import NightPlan
+from job.night.planning import plan_night
 from job.night.manifest import MANIFEST
-from job.night.summary import print_summary
+from job.night.summary import decisions_line, print_summary
 from job.night import formats
 from job.output.parts import STAGING, Parts, output_options
 from job.output.rows import output_schema
@@ -143,7 +144,7 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices,
     execution = decide(config, engine.capabilities, devices, images=night.pending.rows, model=prepared.model,
                        engine=engine.name)
     parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution), prepared.run_id, salt=night.salt, salts=night.salts,
+                  output_schema(execution), prepared.run_id, names=night.names,
                   in_table=config.table_format != "parquet")
     return Job(config, execution, night.pending, parts, prepared.run_id), night
 
@@ -159,9 +160,13 @@ def begin(prepared: PreparedJob, job: Job, night: NightPlan) -> None:
     formats.require_writable(at, config.table_format, bool(night.leaving) or night.overwrite, night.leaving, night.known)
     begin_night(night, prepared.held, config, job.parts.table_schema)
     if night.done:
-        print(f"--resume: {prepared.output.uri} already holds a finished job ({MANIFEST}); nothing to do", file=sys.stderr)
+        files = len(night.previous.table.files) if night.previous.table is not None else len(night.previous.files)
+        print(f"--resume: {prepared.output.uri} already holds every input file as listed now, as run "
+              f"{night.previous.run_id} left it ({MANIFEST}, {files} {night.input.unit}); nothing is left to do",
+              file=sys.stderr)
     else:
         _say_what_runs(config, night, job.execution)
+    failpoints.reached("planned")
 
 
 def without_engine(prepared: PreparedJob, job: Job, night: NightPlan, engine: Engine, started_at: float) -> dict:
@@ -187,15 +192,7 @@ def _say_what_runs(config: JobConfig, night: NightPlan, execution: Execution) ->
           f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
           f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
     if config.resume or config.incremental:
-        running = len(night.to_write.files)
-        rescoring = sum(reason == ROLLOUT for reason in night.why.values())
-        rolled = f" ({rescoring} re-scored: --rollout-files)" if rescoring else ""
-        removed = f", removing the parts of {len(night.removed)} {plan.unit} replaced or gone" if night.removed else ""
-        if night.leaving:  # a table's rows leave by their source, wherever other writers moved them
-            removed = f", taking the rows of {len(night.leaving.units)} {plan.unit} replaced or gone out of the table"
-        flag = "--incremental" if config.incremental else "--resume"
-        print(f"{flag}: {len(plan.files) - running} of {len(plan.files)} {plan.unit} kept, running {running}{rolled}"
-              f"{removed}", file=sys.stderr)
+        print(f"{'--incremental' if config.incremental else '--resume'}: {decisions_line(night)}", file=sys.stderr)
 
 
 def _model_line(execution: Execution) -> str:

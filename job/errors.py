@@ -68,7 +68,21 @@ def exit_quietly_on_ctrl_c() -> None:
 
 
 def hand_ctrl_c_to_the_command() -> None:
-    """Ctrl-C raises ``KeyboardInterrupt`` again (where ``exit_quietly_on_ctrl_c`` had taken it), for the command's
-    own answer. Off the main thread (a test's helper thread) there is nothing to hand back."""
+    """Ctrl-C raises ``KeyboardInterrupt`` again (where ``exit_quietly_on_ctrl_c`` had taken it), once
+    (``interrupt_once``), for the command's own answer. Off the main thread (a test's helper thread) there is nothing
+    to hand back."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _leave:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, interrupt_once)
+
+
+_interrupted = threading.Event()
+
+
+def interrupt_once(signum: int, frame: object) -> None:
+    """Ctrl-C's handler while a command runs: ``KeyboardInterrupt`` the first time; a second Ctrl-C, while the first
+    one's clean-up runs (workers stopped, shared memory released, the lease given back), is ignored, so two end as
+    one does: its one line and exit 130, never a clean-up cut short (a C++ ``terminate``, a warning of memory left)."""
+    if _interrupted.is_set():
+        return
+    _interrupted.set()
+    raise KeyboardInterrupt

@@ -6,12 +6,12 @@ given, the input's listing (a missing input is named before the output is touche
 class names, recipe; its refusal comes first), the output's lease
 (``job.lease``: one run per output prefix), what the output holds (``job.night.held.read_held``:
 its parts, and the table's snapshot read once), what that snapshot vouches for in the listing
-(``job.night.plan.vouched_input``; a table of another ``--table-format`` is refused) and the input
+(``job.night.vouched.vouched_input``; a table of another ``--table-format`` is refused) and the input
 plan (``plan_listed``: the dataset checks, ``job.input.dataset_check``, on the files the snapshot does
 not vouch for; image objects in groups, ``job.input.objects``, less those another writer deleted from a
 shared table, ``job.night.deleted_objects``). The driver runs it in a thread while the engine starts;
 what the night then does with the output is decided once the run's options are known
-(``job.night.plan.plan_night``).
+(``job.night.planning.plan_night``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from job.night.deleted_objects import withhold
 from job.night.formats import TableAt, table_files
 from job.night.held import Held, read_held
 from job.night.nesting import refuse_inside_another
-from job.night.plan import vouched_input
+from job.night.vouched import vouched_input
 from job.sample.sample import write_sample
 from storage import Location, require_bucket, resolve
 
@@ -127,7 +127,7 @@ def plan_listed(location: Location, config: JobConfig, listing: Listing, vouched
 
     ``listing``: the input's ``list_data_files`` (the driver lists before it touches the output, so a
     missing input never leaves a trace there). ``vouched`` and ``columns``: the listed files an
-    earlier run's table vouches for (unchanged since, by path: ``job.night.plan.vouched_input``)
+    earlier run's table vouches for (unchanged since, by path: ``job.night.vouched.vouched_input``)
     and the columns it read: those files are kept without reading their footers again; the others
     are checked, and must have those columns.
     """

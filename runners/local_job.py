@@ -137,18 +137,19 @@ def _run(job: Job, args: argparse.Namespace, workers: int, plan_file: str | None
     batches = _started(loader)
     try:
         classify = Classify(job.config, job.execution)
-    except BaseException:
-        del batches  # its workers are shut down now, not when the traceback goes
-        raise
-    meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
-    for batch, pixels in batches:
-        if pixels is not None:
-            batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
-        with meter:
-            table = classify(batch)
-        device_seconds += device_seconds_of(table)
-        collector.add(table)
+        meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
+        collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
+        for batch, pixels in batches:
+            if pixels is not None:
+                batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
+            with meter:
+                table = classify(batch)
+            device_seconds += device_seconds_of(table)
+            collector.add(table)
+    finally:
+        # However the loop ends (a Ctrl-C, a failure), its workers stop and their queues and shared memory are
+        # released now, in order, not at the interpreter's exit, where the resource tracker would warn of them.
+        del batches, loader, feedback
     collector.check_complete()
     settings = {"workers": workers, "start_method": args.start_method, "device": str(classify.predictor.device)}
     return EngineRun(settings={"local": settings}, progress=collector.progress, device_seconds=device_seconds)

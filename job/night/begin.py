@@ -17,7 +17,8 @@ from job.config import JobConfig
 from job.errors import JobError
 from job.night.held import Held, clear, clear_staging
 from job.night.new_ids import check_new_ids
-from job.night.plan import ROLLOUT, TIMED_OUT, NightPlan
+from job.night.decision import ADOPT, CHANGED, NEW, SCORE
+from job.night.plan import AS_THEY_WERE, NightPlan
 from storage import storage_errors
 
 
@@ -36,11 +37,15 @@ def begin_night(night: NightPlan, held: Held, config: JobConfig, schema: pa.Sche
     snapshot = night.snapshot
     if snapshot is None or snapshot.index is None or config.skip_id_check:
         return
-    # Files re-scored as they are (a rollout, rows that timed out): their ids are the table's already.
-    new = [f for name, f in night.planned.items() if f.rows and name in night.why and night.why[name] not in (ROLLOUT, TIMED_OUT)]
+    # The table's ids after tonight: those of the units it keeps, and of those re-scored as they are (a rollout, rows that
+    # timed out): every new or changed file's ids are held against them before any image is decoded.
+    new = [d.file for d in night.decisions if d.file is not None and d.file.rows and d.reason in (NEW, CHANGED)
+           and d.action in (SCORE, ADOPT)]
     if new:
-        kept = {night.relpath[name]: name for name in night.unread}
-        check_new_ids(night.input, new, night.output, held.id_index(), kept)
+        kept = {d.unit: d.entry.part for d in night.decisions if d.entry is not None and (
+            d.unread or d.reason in AS_THEY_WERE)}
+        listed = {d.unit: d.file for d in night.decisions if d.unit in kept and d.file is not None}
+        check_new_ids(night.input, new, night.output, held.id_index(), kept, listed)
 
 
 def _require_columns_kept(night: NightPlan, schema: pa.Schema) -> None:

@@ -2,12 +2,14 @@
 
 ``job.night.finish`` calls ``commit_run`` after the final check and before the manifest. The plain
 Parquet folder (``--table-format parquet``) has no commit: the parts of input files gone or
-replaced are deleted once the manifest is written, as always. A Delta or Iceberg table gets ONE
+replaced are deleted once the manifest is written, as always. A Delta or Iceberg table gets at most ONE
 commit (``job.night.formats``) on its latest version, whoever else committed since: the parts the
-previous snapshot did not list are added, and the rows of the input files leaving the table go by
-their lineage, wherever other writers moved them. Files the commit takes out are never deleted at
-once: an older version still names them. Those this job wrote are retired (``Snapshot.retired``)
-and deleted once they left the table ``--time-travel-days`` ago; another writer's are VACUUM's.
+night wrote (and those it adopted that no version names) are added, less the rows another writer deleted
+meanwhile, and the rows of the input files leaving the table go by their lineage, wherever other writers
+moved them. Files the commit takes out are never deleted at once: an older version still names them. Those
+this job wrote, and the strays of stopped nights, are retired (``Snapshot.retired``) and deleted once they
+left the table ``--time-travel-days`` ago, unless the table's current version names one again; another
+writer's are VACUUM's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pyarrow.fs as pafs
 
 from job.config import JobConfig
 from job.night.formats import Commit, TableAt, format_module
+from job.night.formats.withheld import Watched, Withheld
 from job.night.formats.by_source import REWRITTEN_PREFIX, Leaving
 from job.output.parts import is_part_name
 from job.night.record import Snapshot
@@ -37,6 +40,7 @@ class Committed:
     version: int | None  # the table's version now (None: the plain folder)
     retired: dict[str, float]  # our files out of the table, kept for time travel: file -> when it left
     delete: tuple[str, ...]  # parts to delete once the manifest is written
+    withheld: Mapping[str, Withheld] = field(default_factory=dict)  # parts committed without rows others deleted
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,14 @@ class TableChange:
     """What the night changes, as ``job.night.finish`` hands it over."""
 
     table: Mapping[str, int]  # every part of the table after the run -> its rows
-    sources: Mapping[str, str]  # each of those parts, and the previous snapshot's, -> its input file (relative)
-    removed: Sequence[str] = ()  # parts to delete after the manifest: the plain folder's gone files, a stopped night's
+    sources: Mapping[str, str]  # each of those parts, the previous snapshot's and the strays the log names -> its unit
+    adds: Mapping[str, int] = field(default_factory=dict)  # parts the commit adds (written, or adopted uncommitted)
+    removed: Sequence[str] = ()  # our parts no version of the table after the night keeps (a stopped night's)
     leaving: Leaving = field(default_factory=Leaving)  # a table's rows that leave it (of input files replaced or gone)
     overwrite: bool = False  # a table's --overwrite: every row of its current version leaves
     bounds: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # parts this run adds -> their sources' min, max
+    watched: Mapping[str, Watched] = field(default_factory=dict)  # added parts whose rows others may have deleted
+    planned_version: int | None = None  # the table's version the night planned on
 
 
 def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, change: TableChange, schema: pa.Schema,
@@ -59,21 +66,22 @@ def commit_run(output: Location, config: JobConfig, previous: Snapshot | None, c
     if module is None:
         return Committed(number, None, {}, tuple(change.removed))
     listed = {entry.part for entry in previous.files.values()} if previous is not None else set()
-    adds = {part: rows for part, rows in change.table.items() if change.overwrite or part not in listed}
-    version = previous.version if previous is not None else None
-    removed: tuple[str, ...] = ()
-    if adds or change.leaving or change.overwrite or version is None:
-        applied = module.commit(TableAt.of(output, config), Commit(
-            adds, change.leaving, schema, number, run_id, config.time_travel_days, change.overwrite, change.sources,
-            change.bounds))
-        version, removed, number = applied.version, applied.removed, applied.number or number
+    applied = module.commit(TableAt.of(output, config), Commit(
+        change.adds, change.leaving, schema, number, run_id, config.time_travel_days, change.overwrite, change.sources,
+        change.bounds, frozenset(change.table), change.watched, change.planned_version))
+    number = applied.number or number
     now = time.time()
-    # Ours that left the table: by this commit, or by another writer's since the snapshot (a compaction of our parts).
-    left = {name for name in removed if _ours(name)} | (listed - set(change.table))
+    # Ours that left the table: by this commit, or by another writer's since the snapshot (a compaction of our parts);
+    # and the strays of stopped nights, which an older version may name. None is deleted before --time-travel-days,
+    # nor while the table's current version names it.
+    left = {name for name in applied.removed if _ours(name)} | (listed - set(change.table)) | set(change.removed)
     retired = {**(previous.retired if previous is not None else {}), **{name: now for name in sorted(left)}}
+    retired = {name: since for name, since in retired.items() if name not in applied.live and name not in change.table}
     expired = {name for name, since in retired.items() if now - since >= config.time_travel_days * DAY_SECONDS}
-    return Committed(number, version, {p: t for p, t in retired.items() if p not in expired},
-                     tuple(sorted(set(change.removed) | _present(output, expired))))
+    # The parts committed as files without withheld rows: no version names them.
+    delete = _present(output, expired) | set(applied.withheld)
+    return Committed(number, applied.version, {p: t for p, t in retired.items() if p not in expired},
+                     tuple(sorted(delete)), applied.withheld)
 
 
 def _ours(name: str) -> bool:

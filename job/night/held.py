@@ -34,9 +34,9 @@ from job.lease.lease import LEASE_NAME
 from job.night.manifest import MANIFEST, Manifest, read_manifest
 from job.output.parts import PART_PREFIX, PART_SUFFIX, STAGING, is_part_name, read_part_record
 from job.input.plan import FOOTER_READ_THREADS
-from job.night.formats import FOLDERS
+from job.night.formats import FOLDERS, TableFiles
 from job.input.objects import is_group_name, key_ranges
-from job.night.formats.by_source import DataFile, Leaving, rows_within
+from job.night.formats.by_source import DataFile, Leaving, ids_within, rows_within
 from job.night.nesting import refuse_holding_another
 from job.ids.hashing import ID_HASH_VERSION
 from job.ids.index import IdIndex
@@ -60,11 +60,11 @@ class Held:
     snapshot: Snapshot | None = None  # the table that manifest records (None: none, or an older version's manifest)
     sizes: Mapping[str, int] = field(default_factory=dict)  # the committed parts' sizes, as listed
     # A Delta or Iceberg table's data files at its latest version, as its log lists them (None: the plain folder).
-    log: Callable[[], list[DataFile]] | None = field(default=None, compare=False, repr=False)
+    log: Callable[[], TableFiles] | None = field(default=None, compare=False, repr=False)
     # What was read of it once a run, by name: parts' footers, the ids index (its segments' footers and filters), the log.
     _footers: dict[str, Footer] = field(default_factory=dict, compare=False, repr=False)
     _indexes: dict[str, IdIndex] = field(default_factory=dict, compare=False, repr=False)
-    _log: list[list[DataFile]] = field(default_factory=list, compare=False, repr=False)
+    _log: list[TableFiles] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def uri(self) -> str:
@@ -78,13 +78,22 @@ class Held:
         return {name: self._footers[name] for name in names}
 
     def data_files(self) -> list[DataFile]:
-        """The table's data files at its latest version, read once a run (none for the plain folder)."""
+        """The table's data files at its latest version, read once a run (none for the plain folder): the version the
+        night plans on (``log_version``)."""
+        return self._listing().files
+
+    @property
+    def log_version(self) -> int | None:
+        """Which version of the table ``data_files`` lists (Delta's number, Iceberg's snapshot id; None: no table)."""
+        return self._listing().version
+
+    def _listing(self) -> TableFiles:
         if not self._log:
-            self._log.append(self.log() if self.log is not None else [])
+            self._log.append(self.log() if self.log is not None else TableFiles())
         return self._log[0]
 
     def rows_of(self, names: Sequence[str]) -> dict[str, int]:
-        """How many rows the table holds now of each of the snapshot's input files ``names``: all it made while its
+        """How many rows the table holds now of each of the snapshot's input files ``names``: all it committed while its
         part is in the table as written; else as many as the files that may hold its rows hold (another writer's
         compaction moved them, a DELETE took some out), read where the log's statistics leave room for them."""
         files, entries = self.data_files(), {name: self.snapshot.files[name] for name in names}
@@ -93,7 +102,12 @@ class Held:
         moved = {name: Leaving(frozenset({name}), (ranges[name],) if name in ranges else ())
                  for name, entry in entries.items() if entry.part not in listed}
         counted = rows_within(self.output, [f for f in files if f.path not in {e.part for e in entries.values()}], moved)
-        return {name: counted.get(name, entry.rows) for name, entry in entries.items()}
+        return {name: counted.get(name, entry.rows - entry.taken) for name, entry in entries.items()}
+
+    def ids_of(self, units: Mapping[str, Leaving]) -> dict[str, frozenset[str]]:
+        """The ids the table holds now of each unit (``units``: name -> its rows by source), read where the log's
+        statistics leave room for them."""
+        return {name: frozenset(ids) for name, ids in ids_within(self.output, self.data_files(), units).items()}
 
     def id_index(self) -> IdIndex:
         """The ids index of the snapshot's table, read once a run, in this version's id hash."""
@@ -108,7 +122,7 @@ class Held:
 
 
 def read_held(location: Location, read_manifest_too: bool, shared: bool = False, overwrite: bool = False,
-              log: Callable[[], list[DataFile]] | None = None) -> Held:
+              log: Callable[[], TableFiles] | None = None) -> Held:
     """What the prefix holds, and its manifest when ``read_manifest_too`` (``overwrite``: one that cannot be read is
     no manifest, as --overwrite replaces it).
 

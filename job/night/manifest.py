@@ -12,11 +12,13 @@ import copy
 import dataclasses
 import json
 import tempfile
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
 from job.night.record import Snapshot, TableFile
+from job.output.parts import STAGING
 from job.timeline import Timeline
 from storage import Location, storage_errors
 
@@ -29,9 +31,10 @@ OPTIONAL = {"settings", "manifest", "execution", "table", "rollout"}
 @dataclass(frozen=True)
 class Counts:
     rows_in: int
-    rows_out: int
+    rows_out: int  # rows the table holds: rows_in less those withheld
     predicted: int
     errored: int
+    withheld: int = 0  # rows left out of the table because another writer deleted them (a privacy DELETE)
 
 
 @dataclass(frozen=True)
@@ -177,16 +180,22 @@ def _as_json(value: object) -> object:
     return value.to_dict() if isinstance(value, TableFile) else str(value)
 
 
-def copy_manifest(location: Location, name: str) -> str:
-    """Copy the written ``_SUCCESS.json`` to ``name`` (its history copy); returns the copy's URI.
+def copy_manifest(location: Location, name: str, source: str = MANIFEST) -> str:
+    """Copy the written manifest ``source`` (``_SUCCESS.json``, or its history copy) to ``name``; returns the copy's URI.
 
-    The store copies it (S3: CopyObject, server-side), so the driver uploads a night's manifest once.
+    The store copies it (S3: CopyObject, server-side, one object appearing whole), so the driver uploads a night's
+    manifest once.
     """
     path = location.join(name)
     with storage_errors(location.uri):
-        if not location.is_s3:
+        if location.is_s3:
+            location.filesystem.copy_file(location.join(source), path)
+        else:  # copied into the temporaries, then renamed: a reader never opens half a manifest
             location.filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        location.filesystem.copy_file(location.join(MANIFEST), path)
+            location.filesystem.create_dir(location.join(STAGING), recursive=True)
+            temp = location.join(f"{STAGING}/{uuid.uuid4().hex}.json")
+            location.filesystem.copy_file(location.join(source), temp)
+            location.filesystem.move(temp, path)
     return location.uri_of(path)
 
 

@@ -33,24 +33,38 @@ def moved_files(plan: InputPlan, new: list[InputFile], index: IdIndex, gone: Map
     return {name for name, hashes in index.held(fresh, gone).items() if 0 < gone[name] == len(hashes)}
 
 
-def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: IdIndex, kept: Mapping[str, str]) -> None:
-    """Refuse (one line) a new file's id that a kept part already holds.
+def check_new_ids(plan: InputPlan, new: list[InputFile], output: Location, index: IdIndex, kept: Mapping[str, str],
+                  listed: Mapping[str, InputFile] | None = None) -> None:
+    """Refuse (one line) a new file's id that the table keeps after tonight.
 
-    ``kept``: the kept parts by their input file (path relative to --input); ``index``: the table's.
+    ``kept``: the input units whose rows the table keeps (unread, or re-scored as they are) -> their part;
+    ``listed``: those of them listed tonight as the table's rows were made from them, whose ids a repeat is confirmed
+    in by reading the input file (their part may lie compacted into another writer's file); the others' by their part.
+    ``index``: the table's.
     """
+    listed = listed or {}
     if plan.id_column is None or not new or not kept:
         return  # positional ids are "<path relative to --input>:<row>": unique by construction
     fresh = hashes_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text)
-    old = index.held(fresh, kept)  # only the kept parts holding a new hash, and those hashes
+    old = index.held(fresh, kept)  # only the kept units holding a new hash, and those hashes
     if not old:
         return
     repeated = np.unique(np.concatenate(list(old.values())))
     new_places = places_of(plan.location, [(f.path, f.rows) for f in new], plan.id_column, plan.ids_as_text, repeated)
     for relative in old:
-        held = {value for _, value in ids_hashed_to(output, kept[relative], repeated, plan.ids_as_text)} & set(new_places)
+        held = _values_in(plan, output, relative, kept[relative], listed.get(relative), repeated) & set(new_places)
         if held:
             value = sorted(held)[0]
             path, row = new_places[value][0]
-            raise JobError(f"id {value!r} of {plan.location.uri_of(path)} row {row} is already in the table, in "
-                           f"{output.uri_of(output.join(kept[relative]))} (input file {relative}); ids must be unique "
-                           "across the input: fix the new file, or pass --overwrite to redo the table")
+            where = (f"input file {relative}, whose rows the table holds" if relative in listed else
+                     f"{output.uri_of(output.join(kept[relative]))} (input file {relative})")
+            raise JobError(f"id {value!r} of {plan.location.uri_of(path)} row {row} is already in the table, in {where}; "
+                           "ids must be unique across the input: fix the new file, or pass --overwrite to redo the table")
+
+
+def _values_in(plan: InputPlan, output: Location, relative: str, part: str, listed: InputFile | None,
+               wanted: np.ndarray) -> set[str]:
+    """The ids of a kept unit whose hash is in ``wanted``: read from its input file where it is listed, else its part."""
+    if listed is not None:
+        return set(places_of(plan.location, [(listed.path, listed.rows)], plan.id_column, plan.ids_as_text, wanted))
+    return {value for _, value in ids_hashed_to(output, part, wanted, plan.ids_as_text)}

@@ -40,6 +40,9 @@ class TableFile:
     withheld: tuple[tuple[str, int, int | None, int | None], ...] = ()
     made_by: str | None = None  # the key of the options its rows were made with (job.night.options); None: the table's
     made_in: int = 0  # the number of the run that made its part (0: not recorded): a rollout re-scores the oldest first
+    # Rows of its part left out of the table because another writer deleted them while the night re-scored the file
+    # (job.night.formats.withheld): the table holds rows - taken of it.
+    taken: int = 0
 
     def to_dict(self) -> dict:
         """As the manifest records it: the identity's size and mtime_ns (and a group's members digest) beside the rest."""
@@ -50,13 +53,15 @@ class TableFile:
             record["withheld"] = [list(entry) for entry in self.withheld]
         if self.made_by is not None:  # a rollout's files still on another model than the table's
             record["made_by"] = self.made_by
+        if self.taken:
+            record["taken"] = self.taken
         return record
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TableFile:
         return cls(data["part"], FileIdentity.from_dict(data), data["rows"], data["errored"], data.get("removed", False),
                    data.get("part_size"), data.get("transient", 0), tuple(tuple(e) for e in data.get("withheld", ())),
-                   data.get("made_by"), data.get("made_in", 0))
+                   data.get("made_by"), data.get("made_in", 0), data.get("taken", 0))
 
 
 @dataclass(frozen=True)

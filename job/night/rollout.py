@@ -4,9 +4,11 @@ Teams ship a new model every few weeks; re-scoring a table of a hundred million 
 for hours. With ``--incremental --rollout-files N`` a night whose options (``job.night.options``) differ from those
 that made some of the table's files scores every new or changed file with tonight's, and re-scores at most N of the
 files an older set of options made, the oldest first (by the run that made them, then by name: the same files on a
-night run again after a kill). On a shared table, a file whose rows another writer took out (a privacy DELETE by
-source) is never scored again for a rollout: all of them gone, it counts as rolled out; some, it stays as it is. Each such file's new part is named by tonight's options (``job.output.parts``), so a
-killed night's parts are adopted by the next, and its old rows leave as a replaced file's do; one commit a night.
+night run again after a kill). On a shared table, a file whose every row another writer took out (a privacy DELETE by
+source) is never scored again for a rollout: it counts as rolled out; one some of whose rows were taken out is
+re-scored, and its commit withholds them (``job.night.formats.withheld``). Each re-scored file's new part takes a name
+no earlier part had (salted by the run); a killed night's parts are adopted by the next by their footers
+(``job.night.strays``), and the old rows leave as a replaced file's do; one commit a night.
 When no file is left on another set, the table is the new model's, and nights are plain incremental nights again.
 A rollback is a rollout of the old model.
 """
@@ -14,7 +16,7 @@ A rollback is a rollout of the old model.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from job.night.record import TableFile
@@ -28,32 +30,23 @@ class Choice:
     # Every row of it taken out of a shared table by another writer (a DELETE by source): on tonight's model with
     # nothing to score, as scoring it would bring the rows back.
     taken_out: tuple[str, ...] = ()
-    kept_back: tuple[str, ...] = ()  # some of its rows taken out by another writer: left as it is, for the same reason
 
 
-def choose(candidates: Mapping[str, TableFile], budget: int,
-           rows_in_table: Callable[[list[str]], Mapping[str, int]] | None = None) -> Choice:
-    """Of the input files on another model (``candidates``: their table entries, by name), the ``budget`` oldest whose
-    rows the table still holds whole (``rows_in_table``: a shared table's count of them; None: the plain folder, which
-    no one else writes), asked a budget's worth at a time, and those it meets whose rows another writer took out."""
+def choose(candidates: Mapping[str, TableFile], budget: int, present: Mapping[str, int] | None = None) -> Choice:
+    """Of the input files on another model (``candidates``: their table entries, by name), the ``budget`` oldest that
+    the table holds rows of (``present``: a shared table's count of them now; None: the plain folder, which no one
+    else writes). A file some of whose rows another writer deleted is picked all the same: its commit withholds them
+    (``job.night.formats.withheld``)."""
     order = sorted(candidates, key=lambda name: (candidates[name].made_in, name))
-    picked: list[str] = []
-    taken_out: list[str] = []
-    kept_back: list[str] = []
-    position = 0
-    while len(picked) < budget and position < len(order):
-        batch = order[position : position + budget - len(picked)]
-        position += len(batch)
-        present = rows_in_table(batch) if rows_in_table is not None else {}
-        for name in batch:
-            rows = present.get(name, candidates[name].rows)
-            (picked if rows == candidates[name].rows else taken_out if rows == 0 else kept_back).append(name)
-    return Choice(tuple(picked), tuple(taken_out), tuple(kept_back))
+    taken_out = tuple(name for name in order if present is not None and present.get(name, 1) == 0)
+    picked = tuple(name for name in order if name not in taken_out)[:budget]
+    return Choice(picked, taken_out)
 
 
 @dataclass(frozen=True)
 class Rollout:
-    """How far the table is from tonight's model, after the night: what each model's rows are, and what is left."""
+    """How far the table is from tonight's model, after the night: what each model's rows are, and what is left. Counted
+    from the table as it is: rows another writer deleted are out, and a file with no row left is no file of it."""
 
     target: str  # the key of tonight's options
     labels: Mapping[str, str]  # key -> the model it names (as the rows' ``model`` column does)
@@ -61,6 +54,27 @@ class Rollout:
     images: Mapping[str, int]  # key -> rows on it after the night
     rescored: int  # files this night moved from another model to tonight's
     per_night: int | None  # --rollout-files
+    # Files kept by --keep-removed on another model: their input is gone, so nothing can re-score them.
+    stranded: int = 0
+    stranded_images: int = 0
+
+    @classmethod
+    def of_table(cls, entries: Mapping[str, TableFile], target: str, labels: Mapping[str, str], rescored: int,
+                 per_night: int | None) -> Rollout:
+        """The rollout's state from the table's entries after the night (``made_by`` None: ``target``'s)."""
+        files: dict[str, int] = {}
+        images: dict[str, int] = {}
+        stranded = stranded_images = 0
+        for entry in entries.values():
+            key, rows = entry.made_by or target, entry.rows - entry.taken
+            if rows <= 0 and entry.rows > 0:
+                continue  # every row deleted by another writer: no file of the table now
+            if entry.removed and key != target:
+                stranded, stranded_images = stranded + 1, stranded_images + rows
+                continue
+            files[key], images[key] = files.get(key, 0) + 1, images.get(key, 0) + rows
+        files.setdefault(target, 0)
+        return cls(target, labels, files, images, rescored, per_night, stranded, stranded_images)
 
     @property
     def left_files(self) -> int:
@@ -77,10 +91,13 @@ class Rollout:
 
     def to_dict(self) -> dict:
         """As the manifest records it."""
-        return {"model": self.labels[self.target], "per_night": self.per_night, "rescored": self.rescored,
-                "models": {self.labels[key]: {"files": self.files[key], "images": self.images.get(key, 0)}
-                           for key in sorted(self.files, key=lambda k: k != self.target)},
-                "left": {"files": self.left_files, "images": self.left_images}, "nights_to_go": self.nights_to_go}
+        record = {"model": self.labels[self.target], "per_night": self.per_night, "rescored": self.rescored,
+                  "models": {self.labels[key]: {"files": self.files[key], "images": self.images.get(key, 0)}
+                             for key in sorted(self.files, key=lambda k: k != self.target)},
+                  "left": {"files": self.left_files, "images": self.left_images}, "nights_to_go": self.nights_to_go}
+        if self.stranded:
+            record["stranded"] = {"files": self.stranded, "images": self.stranded_images}
+        return record
 
 
 def rollout_line(record: dict) -> str:
@@ -89,12 +106,20 @@ def rollout_line(record: dict) -> str:
     models = record["models"]
     target, total_files = record["model"], sum(m["files"] for m in models.values())
     total_images = sum(m["images"] for m in models.values())
-    on = (f"{models[target]['files']} of {total_files} files ({models[target]['images']} of {total_images} images) "
-          f"on {target}")
+    on = (f"{_count(models[target]['files'], 'file')} of {total_files} ({models[target]['images']} of {total_images} "
+          f"images) on {target}")
+    stranded = record.get("stranded")
+    kept = (f"; {_count(stranded['files'], 'file')} ({stranded['images']} images) kept by --keep-removed stay on their "
+            "model: their input is gone, nothing can re-score them") if stranded else ""
     if not record["left"]["files"]:
-        return f"rollout: done, {on}"
-    others = "; ".join(f"{m['files']} files ({m['images']} images) on {name}" for name, m in models.items() if name != target)
+        return f"rollout: done, {on}{kept}"
+    others = "; ".join(f"{_count(m['files'], 'file')} ({m['images']} images) on {name}" for name, m in models.items()
+                       if name != target)
     nights = record["nights_to_go"]
-    pace = (f"{nights} night{'s' if nights != 1 else ''} to go at {record['rescored']} files a night" if nights is not None
+    pace = (f"{_count(nights, 'night')} to go at {_count(record['rescored'], 'file')} a night" if nights is not None
             else "no file re-scored tonight")
-    return f"rollout: {on}; {others}; {pace}"
+    return f"rollout: {on}; {others}; {pace}{kept}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

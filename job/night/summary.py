@@ -1,4 +1,5 @@
-"""The run's closing lines on stdout: images, errors, seconds, images/sec, the timeline, where the output is.
+"""The run's lines: what tonight does (``decisions_line``, before any work), and its closing lines on stdout: images,
+errors, seconds, images/sec, the timeline, where the output is.
 
 ``print_summary(manifest)`` is what every engine's command prints last (``job.driver``), from the manifest alone,
 so the lines say what the manifest says.
@@ -7,9 +8,13 @@ so the lines say what the manifest says.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import TextIO
 
+from job.night.decision import (ADOPT, CHANGED, DROP, KEEP, KEEP_REMOVED, LOST, MISSING, NEW, OVERWRITE, RESCORE, ROLLOUT,
+                                SCORE, TIMED_OUT, WITHHELD)
 from job.night.manifest import Manifest
+from job.night.plan import NightPlan
 from job.night.rollout import rollout_line
 from job.timeline import Timeline
 
@@ -20,9 +25,10 @@ def print_summary(manifest: Manifest, stream: TextIO | None = None) -> None:
     counts, rate, files = manifest.counts, manifest.images_per_sec, manifest.input_files
     timing = f"in {manifest.seconds:.1f} s = {rate:.1f} images/s" if rate is not None else "(nothing left to run)"
     if files.resumed:
-        timing = f"after resuming {files.resumed} of {files.total} files: ran {files.rows_run} images {timing}"
-    print(f"{manifest.engine}: {counts.rows_out} images ({counts.predicted} predicted, {counts.errored} errors) {timing}",
-          file=stream)
+        timing = f"after keeping {files.resumed} of {files.total} input files as earlier runs left them: ran {files.rows_run} images {timing}"
+    withheld = f", {counts.withheld} withheld: deleted by another writer" if counts.withheld else ""
+    print(f"{manifest.engine}: {counts.rows_out} images ({counts.predicted} predicted, {counts.errored} errors{withheld}) "
+          f"{timing}", file=stream)
     if rate is not None:
         print(f"  timeline: {timeline_text(manifest.timeline)}", file=stream)
     if manifest.rollout is not None:
@@ -30,6 +36,34 @@ def print_summary(manifest: Manifest, stream: TextIO | None = None) -> None:
     for example in manifest.error_examples:
         print(f"  error row {example['id']}: {example['error']}", file=stream)
     print(f"output: {manifest.output} (manifest: {manifest.manifest})", file=stream)
+
+
+def decisions_line(night: NightPlan) -> str:
+    """What tonight does with the input, by action: ``4 of 12 files to score (2 new, 1 changed, 1 re-scored for a
+    rollout); 8 kept; 1 gone, its rows leaving the table``."""
+    unit = "file" if night.input.unit == "files" else "object group"
+    counts = Counter((d.action, d.reason) for d in night.decisions)
+    scored = [(n, words) for (action, reason), words in SCORED.items() if (n := counts[(action, reason)])]
+    scoring = sum(n for n, _ in scored)
+    listed = sum(d.file is not None for d in night.decisions)
+    parts = [f"{scoring} of {_count(listed, unit)} to score" + (f" ({', '.join(f'{n} {w}' for n, w in scored)})" if scored else "")]
+    for action, words in LEFT.items():
+        if n := sum(count for (a, _), count in counts.items() if a == action):
+            parts.append(f"{n} {words}")
+    return "; ".join(parts)
+
+
+# What the night scores, by (action, reason), in the words of decisions_line...
+SCORED = {(SCORE, NEW): "new", (SCORE, CHANGED): "changed", (RESCORE, ROLLOUT): "re-scored for a rollout",
+          (RESCORE, TIMED_OUT): "re-scored: rows that timed out", (SCORE, MISSING): "whose part is gone",
+          (SCORE, LOST): "whose rows a night with no manifest committed", (SCORE, OVERWRITE): "--overwrite"}
+# ...and what it does not score.
+LEFT = {KEEP: "kept", ADOPT: "adopted from a night that stopped", WITHHELD: "left out: every row deleted by another writer",
+        DROP: "gone, their rows leaving the table", KEEP_REMOVED: "gone, kept by --keep-removed"}
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def timeline_text(timeline: Timeline) -> str:

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from job import progress
+from job import failpoints, progress
 from job.config import JobConfig
 from job.errors import DataError
 from job.execution import Execution
@@ -116,10 +116,9 @@ class Parts:
     options: dict  # output_options(): recorded in each footer
     schema: pa.Schema  # job.output.rows.output_schema(): the rows an engine hands over are cast to it
     run_id: str = ""  # the run writing them: each row's run_id
-    salt: str = ""  # part names' salt (``part_name``): the run id of an --overwrite of a table
-    # Input files (paths) whose parts take another salt (job.night.plan): unchanged files run again, for rows that
-    # timed out (the run's id) or a rollout (the key of the run's options).
-    salts: Mapping[str, str] = field(default_factory=dict)
+    # Input files (paths) -> their part's name, as the night's plan named it (job.night.naming: a file scored again as
+    # it is, or whose plain name a part has already, gets a name salted by the run); others: ``file_part_name``.
+    names: Mapping[str, str] = field(default_factory=dict)
     in_table: bool = False  # a Delta or Iceberg table's part: the embedding a plain list (``rows.stored_schema``)
 
     @property
@@ -128,7 +127,7 @@ class Parts:
         return stored_schema(self.schema, self.in_table)
 
     def name(self, file: InputFile) -> str:
-        return file_part_name(self.input_root, file, self.salts.get(file.path, self.salt))
+        return self.names.get(file.path) or file_part_name(self.input_root, file)
 
     def write(self, file: InputFile, table: pa.Table) -> str:
         """Commit ``table`` as the part of ``file``; it must hold every row of the file."""
@@ -155,6 +154,7 @@ class Parts:
                 fs.create_dir(self.staging, recursive=True)
                 _put(fs, temp, data)
                 fs.move(temp, final)  # rename: atomic on a local filesystem
+        failpoints.reached("part-written")
         return name
 
 

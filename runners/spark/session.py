@@ -25,7 +25,7 @@ import threading
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from job.errors import JobError
+from job.errors import JobError, interrupt_once
 from job.execution import Devices
 from runners.spark.udfs import device_name
 
@@ -79,14 +79,15 @@ class QuietInterrupt:
 
     pyspark's SIGINT handler cancels the jobs through py4j from inside the signal handler, a call
     re-entering the one the main thread is in, and py4j logs each failure with a traceback on the root
-    logger. Here Ctrl-C only raises ``KeyboardInterrupt`` (stopping the session cancels the jobs), and
+    logger. Here Ctrl-C only raises ``KeyboardInterrupt``, once (``job.errors.interrupt_once``: stopping the session
+    cancels the jobs), and
     py4j's own log records are dropped; ``--verbose`` keeps both as pyspark has them.
     """
 
     def __enter__(self) -> QuietInterrupt:
         self.main_thread = threading.current_thread() is threading.main_thread()
         if self.main_thread:
-            self.previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.previous = signal.signal(signal.SIGINT, interrupt_once)
         logging.getLogger().addFilter(_not_py4j)
         return self
 

@@ -51,7 +51,8 @@ def assert_output_contract(rows: list[dict], manifest: dict, ids: list[str], bad
             assert row["topk_label_names"] == expected and row["label_name"] == (expected or [None])[0], row
     assert_lineage(rows, manifest)
     counts = manifest["counts"]
-    assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad)}
+    assert counts == {"rows_in": len(ids), "rows_out": len(ids), "predicted": len(ids) - len(bad), "errored": len(bad),
+                      "withheld": 0}
     assert manifest["images_per_sec"] > 0 and manifest["seconds"] > 0
     assert {"python", "torch", "pyarrow"} <= set(manifest["versions"]) and manifest["hardware"]["cpu_count"] >= 1
     assert_timeline(manifest)

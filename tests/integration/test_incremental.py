@@ -63,7 +63,9 @@ def test_other_options_and_an_older_manifest_are_refused_in_one_line(tmp_path, c
     write_night(source, None, 0, 1)
     main(job_args(source, out, None, "--incremental"))
     line = refused(local_job.main, [*job_args(source, out, None, "--incremental", "--topk", "3"), *LOCAL], capsys)
-    assert "rows were made with other options (topk; e.g. topk=5, now 3)" in line and "--overwrite to redo it all" in line
+    # The same model's rows with another top-k: no rollout could tell them apart, so only --overwrite is named.
+    assert "rows were made with other options of the same model (topk; e.g. topk=5, now 3)" in line
+    assert "--overwrite to redo the table" in line and "--rollout-files" not in line
     manifest = manifest_of(out, None)
     del manifest["table"]
     (tmp_path / "out" / "_SUCCESS.json").write_text(json.dumps(manifest))

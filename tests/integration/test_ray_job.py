@@ -102,6 +102,6 @@ def test_raw_format_matches_the_shared_stages_run_directly(tmp_path):
 def test_built_in_sample_runs_with_no_arguments(capsys):
     manifest = ray_job.main([])
     assert manifest["config"]["weights"] == "random"
-    assert manifest["counts"] == {"rows_in": 50, "rows_out": 50, "predicted": 48, "errored": 2}
+    assert manifest["counts"] == {"rows_in": 50, "rows_out": 50, "predicted": 48, "errored": 2, "withheld": 0}
     out = capsys.readouterr()
     assert "ray: 50 images (48 predicted, 2 errors)" in out.out and "built-in sample" in out.err

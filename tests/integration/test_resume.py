@@ -138,7 +138,7 @@ def test_a_killed_driver_resumes_to_exactly_one_row_per_id(engine, images, tmp_p
     run = FILES - len(kept)
     assert manifest["input_files"] == {"total": FILES, "resumed": len(kept), "run": run, "rows_run": run * ROWS_PER_FILE}
     assert {name: (tmp_path / "out" / name).stat().st_mtime_ns for name in kept} == kept  # skipped, not rewritten
-    assert f"after resuming {len(kept)} of {FILES} files" in resumed.stdout
+    assert f"after keeping {len(kept)} of {FILES} input files as earlier runs left them" in resumed.stdout
     runs = {row["run_id"] for row in rows}  # the killed run's rows keep its id, and its record is in _history/
     assert len(runs) == 2 and all((tmp_path / "out" / "_history" / f"{run}.json").exists() for run in runs), runs
     stopped = json.loads((tmp_path / "out" / "_history" / f"{(runs - {manifest['run_id']}).pop()}.json").read_text())

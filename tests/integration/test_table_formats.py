@@ -1,5 +1,6 @@
-"""The table formats' commits without an engine: one version a run, at most once per run number, old parts kept for time
-travel and deleted after --time-travel-days, rows leaving by their source, and tables not ours (or lost) refused."""
+"""The table formats' commits without an engine: one version a run, never twice for one run (by its id), nothing for a
+night with nothing to add or take out, old parts kept for time travel and deleted after --time-travel-days, rows
+leaving by their source, and tables not ours (or lost) refused."""
 
 from __future__ import annotations
 
@@ -36,9 +37,11 @@ def source(part: str) -> str:
 
 
 def change(table: dict[str, int], leaving: tuple[str, ...] = (), before: tuple[str, ...] = ()) -> TableChange:
-    """The night's change: ``table`` its parts, ``leaving`` the input files whose rows go, ``before`` last night's parts."""
+    """The night's change: ``table`` its parts (those not ``before``: added), ``leaving`` the input files whose rows go,
+    ``before`` last night's parts."""
     parts = [*table, *(f"{p}.parquet" for p in before)]
-    return TableChange(table, {part: source(part) for part in parts}, leaving=Leaving(frozenset(leaving)))
+    adds = {part: rows for part, rows in table.items() if part.removesuffix(".parquet") not in before}
+    return TableChange(table, {part: source(part) for part in parts}, adds, leaving=Leaving(frozenset(leaving)))
 
 
 def snapshot(parts: list[str], number: int, version: int | None, retired: dict | None = None) -> Snapshot:

@@ -48,7 +48,7 @@ def test_a_hanging_batch_becomes_error_rows_and_the_run_goes_on(tmp_path, capsys
     assert by_id["hangs"]["error"] == f"model call timed out: over --batch-timeout {TIMEOUT_S} s, twice"
     assert by_id["hangs"]["label"] is None
     assert all(by_id[i]["error"] is None and by_id[i]["label"] is not None for i, _ in rows[:3])
-    assert written["counts"] == {"rows_in": 4, "rows_out": 4, "predicted": 3, "errored": 1}
+    assert written["counts"] == {"rows_in": 4, "rows_out": 4, "predicted": 3, "errored": 1, "withheld": 0}
     assert written["config"]["batch_timeout"] == TIMEOUT_S
     assert f"model call timed out: over --batch-timeout {TIMEOUT_S} s, twice" in capsys.readouterr().out
 

@@ -1,4 +1,4 @@
-"""The night's one decision (job.night.plan.plan_night), case by case, with no store: what a run keeps, adopts,
+"""The night's one decision (job.night.planning.plan_night), case by case, with no store: what a run keeps, adopts,
 scores, re-scores and removes for each state of the output, each flag and each set of options; and what the table
 vouches for before it (vouched_input). Footers a case expects read are handed to ``Held`` as read already: any
 other read would meet a prefix that does not exist, and fail the case."""
@@ -16,8 +16,11 @@ from job.input.dataset_check import InputColumns
 from job.input.plan import InputFile, InputPlan
 from job.night.held import Held
 from job.night.options import options_key
-from job.night.plan import CHANGED, MISSING, NEW, ROLLOUT, TIMED_OUT, plan_night, vouched_input
+from job.night.decision import CHANGED, LOST, MISSING, NEW, ROLLOUT, TIMED_OUT
+from job.night.planning import plan_night
+from job.night.vouched import vouched_input
 from job.night.record import Snapshot, TableFile
+from job.night.formats import TableFiles
 from job.night.formats.by_source import DataFile
 from job.night.rollout import choose, rollout_line
 from job.output.parts import file_part_name
@@ -67,7 +70,7 @@ def test_a_whole_table_has_nothing_to_do_on_resume_and_keeps_everything_unread_o
     assert night({"resume": True}, table("a", "b")).done
     kept = night({"incremental": True}, table("a", "b"))
     assert kept.kept == {PART["a"]: None, PART["b"]: None} and not kept.pending.files and not kept.changes_table
-    assert kept.unread == {PART["a"], PART["b"]} and kept.rollout is None and kept.why == {}
+    assert kept.unread == {PART["a"], PART["b"]} and not kept.made_by and kept.why == {}
 
 
 def test_a_part_gone_from_a_finished_table_is_run_again_by_either_flag():
@@ -83,8 +86,11 @@ def test_a_stopped_nights_part_is_adopted_when_its_footer_proves_it_else_run_aga
     adopted = night({"resume": True}, table("a", "b", extra=(stopped,), footers={stopped: footer(V2)}), identity=V2)
     assert adopted.adopted == {stopped: footer(V2)[1]} and not adopted.pending.files and adopted.changes_table
     redone = night({"incremental": True}, table("a", "b", extra=(stopped,), footers={stopped: footer(V1)}), identity=V2)
-    assert [f.path for f in redone.pending.files] == ["/in/b"] and "running it again" in redone.notes[0]
-    assert redone.why == {stopped: CHANGED} and redone.removed == (PART["b"],)  # the old version's part goes last
+    assert [f.path for f in redone.pending.files] == ["/in/b"] and "running its input file again" in redone.notes[0]
+    # Its part's name is the stray's: a name no part has is salted by the run. The old version's part and the stray
+    # go last.
+    again = file_part_name("/in", InputFile("/in/b", 3, V2), "r2")
+    assert redone.why == {again: CHANGED} and redone.removed == tuple(sorted((PART["b"], stopped)))
 
 
 def test_parts_of_files_gone_are_removed_or_kept_on_request():
@@ -140,30 +146,29 @@ def test_a_night_with_other_options_than_the_tables_is_refused_naming_rollout_an
 def test_a_rollout_rescores_the_oldest_files_of_another_model_a_few_a_night():
     held = table("a", "b", "c", "d", entries={"a": TableFile(PART["a"], V1, 3, 0, made_in=9)})  # a: made last
     first = night({"incremental": True, "rollout_files": 2}, held, names="abcde", options=OTHER)
-    target = options_key(OTHER)
-    rescored = {file_part_name("/in", FILES[name], target): name for name in "bc"}  # the two oldest: b, c
+    # The two oldest, b and c, under names salted by the run: no earlier night's part had them.
+    rescored = {file_part_name("/in", FILES[name], "r2"): name for name in "bc"}
     new = file_part_name("/in", InputFile("/in/e", 3, V1))
-    assert first.why == {**dict.fromkeys(rescored, ROLLOUT), new: NEW} and first.salts == {"/in/b": target, "/in/c": target}
+    assert first.why == {**dict.fromkeys(rescored, ROLLOUT), new: NEW} and first.salts == {"/in/b": "r2", "/in/c": "r2"}
     assert first.removed == (PART["b"], PART["c"]) and first.unread == {PART["a"], PART["d"]}
-    assert first.made_by == {PART["a"]: options_key(OPTIONS), PART["d"]: options_key(OPTIONS)}
-    progress = first.rollout
-    assert (progress.files, progress.rescored, progress.left_files, progress.nights_to_go) == (
-        {target: 3, options_key(OPTIONS): 2}, 2, 2, 1)
-    assert rollout_line(progress.to_dict()) == ("rollout: 3 of 5 files (9 of 15 images) on resnet18 random seed 0; 2 files "
-                                                "(6 images) on resnet50 random seed 0; 1 night to go at 2 files a night")
+    assert first.made_by == {PART["a"]: options_key(OPTIONS), PART["d"]: options_key(OPTIONS)} and first.rescored == 2
 
 
 def test_a_shared_tables_rescored_files_leave_by_their_lineage():
-    held = dataclasses.replace(table("a", "b"), log=lambda: [DataFile(PART["a"]), DataFile(PART["b"])])  # as written
+    held = dataclasses.replace(table("a", "b"), log=lambda: TableFiles([DataFile(PART["a"]), DataFile(PART["b"])], 4))
     rolled = night({"incremental": True, "rollout_files": 1, "table_format": "delta"}, held, options=OTHER)
     assert rolled.leaving.units == {"a"} and rolled.removed == () and rolled.shared
+    # Its new part is watched: rows another writer deletes before the commit are withheld from it.
+    (part, watched), = rolled.watched.items()
+    assert rolled.why[part] == ROLLOUT and watched.unit == "a" and watched.unchanged and watched.whole
+    assert rolled.planned_version == 4
 
 
 def test_a_rollout_never_scores_again_what_another_writer_took_out_of_a_shared_table():
     entries = {name: TableFile(f"part-{name}", V1, 3, 0, made_in=i) for i, name in enumerate("abcd")}
     present = {"a": 0, "b": 3, "c": 1, "d": 3}  # a: a DELETE by source took every row; c: a DELETE took two
-    choice = choose(entries, 2, lambda names: {name: present[name] for name in names})
-    assert (choice.picked, choice.taken_out, choice.kept_back) == (("b", "d"), ("a",), ("c",))
+    choice = choose(entries, 2, present)  # c is re-scored: its commit withholds the two ids deleted
+    assert (choice.picked, choice.taken_out) == (("b", "c"), ("a",))
     assert choose(entries, 3).picked == ("a", "b", "c")  # the plain folder: no one else writes it
 
 
@@ -176,8 +181,10 @@ def test_a_stopped_rollout_nights_part_is_adopted_by_the_next_and_another_models
     # A new file's part that a stopped night made with the old model: scored again by a rollout, refused without one.
     older = table("a", "b", extra=(PART["c"],), footers={PART["c"]: footer(V1, OPTIONS, input_file="c")})
     rolled = night({"incremental": True, "rollout_files": 1}, older, names="abc", options=OTHER)
-    assert rolled.why[PART["c"]] == NEW and "made with other options than tonight's" in rolled.notes[0]
-    with pytest.raises(JobError, match="was written with other options"):
+    again = file_part_name("/in", FILES["c"], "r2")  # the stray has the plain name: tonight's part takes another
+    assert rolled.why[again] == NEW and "made with other options" in rolled.notes[0]
+    assert rolled.removed == (PART["a"], PART["c"])  # a re-scored, and the stray: both gone after the manifest
+    with pytest.raises(JobError, match="made with other options"):
         night({"incremental": True}, older, names="abc", options=OTHER)
 
 
@@ -186,9 +193,9 @@ def test_a_rollout_is_done_when_no_file_is_left_on_another_model_and_rolling_bac
     on_new = {name: TableFile(file_part_name("/in", FILES[name], target), V1, 3, 0, made_in=5) for name in "ab"}
     held = table(entries=on_new, options=OTHER, models={target: OTHER, options_key(OPTIONS): OPTIONS}, made_by=target)
     done = night({"incremental": True}, held, options=OTHER)
-    assert not done.pending.files and rollout_line(done.rollout.to_dict()).startswith("rollout: done, 2 of 2 files")
+    assert not done.pending.files and not done.made_by and not done.rescored
     back = night({"incremental": True, "rollout_files": 1}, held, options=OPTIONS)
-    assert list(back.why.values()) == [ROLLOUT] and back.rollout.left_files == 1
+    assert list(back.why.values()) == [ROLLOUT] and back.rescored == 1 and len(back.made_by) == 1
 
 
 def test_a_table_recorded_without_its_models_is_the_manifests_options_and_old_recipes_read_as_todays():
@@ -225,3 +232,34 @@ def test_another_table_format_is_refused_before_anything_is_vouched_unless_overw
     with pytest.raises(JobError, match="holds a iceberg table and --table-format is delta"):
         vouched_input(config(incremental=True, table_format="delta"), recorded, listing, "/in")
     assert vouched_input(config(overwrite=True), delta, listing, "/in").files is None
+
+
+def test_resume_on_a_finished_table_does_what_the_stopped_night_had_left():
+    """A night stopped before its first part left the table whole: --resume scores the new file as --incremental does."""
+    resumed = night({"resume": True}, table("a", "b"), names="abc")
+    assert not resumed.done and resumed.why == {PART["c"]: NEW}
+
+
+def test_a_lost_manifests_parts_are_adopted_from_the_log_or_scored_again_and_their_rows_leave():
+    """A night killed between its commit and its manifest: its parts are in the table's log, in no manifest."""
+    lost = file_part_name("/in", FILES["c"])  # c, new that night: committed
+    shared = {"incremental": True, "table_format": "delta"}
+    held = dataclasses.replace(table("a", "b", extra=(lost,), footers={lost: footer(V1, input_file="c")}),
+                               log=lambda: TableFiles([DataFile(PART["a"]), DataFile(PART["b"]), DataFile(lost)], 7))
+    adopted = night(shared, held, names="abc")
+    assert adopted.adopted == {lost: footer(V1, input_file="c")[1]} and lost not in adopted.adds and not adopted.removed
+    # Another model tonight: the lost part does not prove c, so c is scored again under a new name, and its rows leave.
+    other = night({**shared, "rollout_files": 1}, held, names="abc", options=OTHER)
+    (decision,) = [d for d in other.decisions if d.unit == "c"]
+    assert decision.reason == LOST and decision.part != lost and other.live_strays == {lost: "c"}
+    assert "c" in other.leaving.units and other.known[lost] == "c" and other.removed == (lost,)
+
+
+def test_a_rescored_part_never_takes_a_name_a_part_had():
+    """A, B, A, B: each night's re-scored part is salted by its run, so no two nights write one name."""
+    target_b = options_key(OTHER)
+    on_b = {"a": TableFile(file_part_name("/in", FILES["a"], "r1"), V1, 3, 0, made_in=2, made_by=target_b)}
+    held = table("a", entries=on_b, models={target_b: OTHER, options_key(OPTIONS): OPTIONS}, made_by=options_key(OPTIONS))
+    parts = {night({"incremental": True, "rollout_files": 1}, held, names="a", run_id=run).why.popitem()[0]
+             for run in ("r2", "r3")}
+    assert len(parts) == 2 and on_b["a"].part not in parts

@@ -16,7 +16,8 @@ from job.lease.lease import LEASE_NAME, LeaseOwner, OutputLease
 from job.input.plan import InputPlan
 from job.night.begin import begin_night
 from job.night.held import read_held
-from job.night.plan import NightPlan, plan_night
+from job.night.plan import NightPlan
+from job.night.planning import plan_night
 from storage import resolve
 from tests.common.datasets import write_mixed
 from tests.common.parts import a_manifest, job_parts, predictions
@@ -141,7 +142,7 @@ def test_a_table_made_before_the_fast_path_reads_as_the_exact_path(killed_run):
     parts, files = killed_run
     earlier = {name: value for name, value in parts.options.items() if name != "cpu_resize"}
     write_manifest(parts.output, a_manifest(output_options=earlier))
-    with pytest.raises(JobError, match="other options \\(cpu_resize; e.g. cpu_resize='exact', now 'fast'\\)"):
+    with pytest.raises(JobError, match="other options of the same model \\(cpu_resize; e.g. cpu_resize='exact', now 'fast'\\)"):
         prepare(parts, config(parts, resume=True), files)
     exact, _ = job_parts(parts.input_root, parts.output.path, cpu_resize="exact")
     assert prepare(exact, config(parts, resume=True, cpu_resize="exact"), files).done

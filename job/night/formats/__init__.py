@@ -17,12 +17,14 @@ is AWS Glue) answers these questions about the table ``TableAt`` names, each mod
 when used, so the core install needs none of their libraries:
 - ``require_ours``: before any work, refuse a table whose schema is not ours, or a table our last
   run recorded that is gone or unreadable now (one line, exit 2; never rebuilt from our manifest).
-- ``commit``: apply the ``Commit`` in one transaction, at most once for a given run number, so a
-  run that died after its commit and before its manifest is finished by ``--resume`` without a
-  second version; returns what it did (``Applied``).
+- ``commit``: apply the ``Commit`` in one transaction, numbered after the log's last run of ours and marked with
+  the night's run id, so no night takes another's number, and a commit this very run made (a retry after an answer
+  lost) is never made twice; returns what it did (``Applied``). A commit with nothing to add or take out makes no
+  version.
 - ``require_writable``: before any work, refuse a night the table's own rules forbid (an append-only Delta
   table that the night must take rows out of, a writer feature the job's commit cannot honour).
-- ``data_files``: the data files of its latest version, with their ``source_file`` bounds (``table_files``).
+- ``data_files``: the data files of its latest version, with their ``source_file`` bounds, and that version
+  (``table_files``): a commit tells by it whether anyone committed since the night planned.
 - ``FOLDER``: the folder of its own files under the prefix (``_delta_log``, ``metadata``).
 """
 
@@ -39,6 +41,7 @@ import pyarrow as pa
 
 from job.errors import JobError
 from job.night.formats.by_source import DataFile, Leaving
+from job.night.formats.withheld import Watched, Withheld
 from storage import Location, StorageError
 
 if TYPE_CHECKING:
@@ -70,13 +73,15 @@ class TableAt:
 class Commit:
     """What one run does to the table, in one transaction on its latest version."""
 
-    adds: Mapping[str, int]  # part name (relative to the prefix) -> its rows: the parts this run adds
+    # Part name (relative to the prefix) -> its rows: the parts this run wrote, or adopted from a night that never
+    # committed them. Added unless the log lists one already (a retried commit of this run's own).
+    adds: Mapping[str, int]
     # The rows that leave the table, by their source_file: replaced or gone input files, and object groups' keys. A data
     # file holding only such rows is removed; one compaction made of theirs and others' is rewritten without them.
     leaving: Leaving
     schema: pa.Schema  # the parts' schema (job.output.rows.table_schema)
-    number: int  # the run's number in this table (1: the first run); a commit is applied once per number
-    run_id: str
+    number: int  # the run's number as its manifest would have it; the commit numbers it after the log's last run
+    run_id: str  # the night's identity in the log: a commit of this run is found by it, and never made twice
     time_travel_days: float  # how long removed parts stay readable (recorded in the table's properties)
     overwrite: bool = False  # --overwrite: every row of the current version leaves, whoever wrote it
     # Our parts the table may still hold, each with its one input unit (file or object group): known without reading
@@ -86,17 +91,31 @@ class Commit:
     # The parts this run adds -> (min, max) of their source_file: an input file's name twice, a group's first and last
     # object key. The log's statistics, for the next night's pruning and the platform's data skipping.
     bounds: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    keep: frozenset[str] = frozenset()  # every part of the table after the night: never taken out by this commit
+    # Parts this run adds whose input unit the table held rows of at the plan: their rows another writer deleted are
+    # withheld (job.night.formats.withheld), on the version the commit applies to.
+    watched: Mapping[str, Watched] = field(default_factory=dict)
+    planned_version: int | None = None  # the table's version when the night planned (None: no table then)
 
 
 @dataclass(frozen=True)
 class Applied:
     """What a format's commit did."""
 
-    version: int  # the table's version after the commit (or the version run ``number`` committed before)
+    version: int  # the table's version after the commit (or the version this run committed before)
     removed: tuple[str, ...] = ()  # data files (relative to the prefix) this commit took out of the table
-    again: bool = False  # run ``number`` had committed already (a resumed run): nothing was committed now
-    number: int | None = None  # the run number the commit recorded, where the log's made it other than asked (an
-    # --overwrite whose manifest was lost: numbered after the log's last run of ours)
+    again: bool = False  # this run (its run id) had committed already: nothing was committed now
+    number: int | None = None  # the run number the commit recorded: after the log's last run of ours
+    withheld: Mapping[str, Withheld] = field(default_factory=dict)  # parts committed without some rows, and as what
+    live: frozenset[str] = frozenset()  # the table's data files after the commit: a retired part among them is live
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """A version of the table as its log lists it."""
+
+    files: list[DataFile] = field(default_factory=list)  # its data files, with their source_file bounds
+    version: int | None = None  # which version: Delta's number, Iceberg's snapshot id (None: no table, or no snapshot)
 
 
 @dataclass(frozen=True)
@@ -139,11 +158,11 @@ def require_writable(at: TableAt, table_format: str, removes: bool, leaving: Lea
         module.require_writable(at, removes, leaving, known)
 
 
-def table_files(at: TableAt, table_format: str) -> list[DataFile]:
-    """The data files of the format's table at ``at`` (its latest version), with their source_file bounds; a plain
-    folder has no log to list: none."""
+def table_files(at: TableAt, table_format: str) -> TableFiles:
+    """The data files of the format's table at ``at`` (its latest version), with their source_file bounds, and which
+    version that is; a plain folder has no log to list: none."""
     module = format_module(table_format, at.catalog)
-    return [] if module is None else module.data_files(at)
+    return TableFiles() if module is None else module.data_files(at)
 
 
 def require_installed(table_format: str, catalog: str = "embedded") -> None:

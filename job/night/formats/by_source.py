@@ -19,11 +19,12 @@ Every table file is read here, through ``read_columns``, in the plain types of w
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from job.output.rows import SOURCE, plain_types
@@ -94,10 +95,13 @@ class Split:
 
 
 def split(files: Sequence[DataFile], known: Mapping[str, str], leaving: Leaving,
-          read_sources: Callable[[str], set[str | None]]) -> Split:
-    """Sort the table's ``files`` by the leaving rows they hold; ``known``: our parts' one input unit each."""
+          read_sources: Callable[[str], set[str | None]], keep: Collection[str] = ()) -> Split:
+    """Sort the table's ``files`` by the leaving rows they hold; ``known``: our parts' one input unit each; ``keep``:
+    the parts of the table after the night, never taken out (a part a night adopted that its log names already)."""
     whole, unsure = [], []
     for file in files:
+        if file.path in keep:
+            continue
         if file.path in known:
             if known[file.path] in leaving.units:
                 whole.append(file.path)
@@ -160,14 +164,52 @@ def sources_within(output: Location, files: Sequence[DataFile], ranges: Sequence
     return found
 
 
+def ids_within(output: Location, files: Sequence[DataFile], units: Mapping[str, Leaving]) -> dict[str, set[str]]:
+    """The ids the table's ``files`` hold rows of, for each unit (``units``: name -> the rows it names), read where the
+    log's statistics leave room for them."""
+    every = Leaving(frozenset().union(*(u.units for u in units.values())), tuple(r for u in units.values() for r in u.ranges))
+    wanted = [file.path for file in files if every and file.may_hold(every)]
+    found: dict[str, set[str]] = {name: set() for name in units}
+    for table in map_in_order(lambda path: read_columns(output, path, [SOURCE, "id"]), wanted,
+                              threads=min(READ_THREADS, max(1, len(wanted)))):
+        if table is None:
+            continue
+        for name, unit in units.items():
+            found[name] |= set(table.column("id").filter(unit.mask(table.column(SOURCE))).to_pylist())
+    return found
+
+
 def rewrite_without(output: Location, path: str, leaving: Leaving, run_id: str, schema: pa.Schema) -> tuple[str, int]:
     """Write the rows of ``path`` that do not leave as a new file beside it, in the table's ``schema`` (the parts'
     types and field ids, whatever types its writer used); (its name, its rows)."""
     table = read_columns(output, path)
-    staying = table.filter(pc.invert(leaving.mask(table.column(SOURCE))))
+    return write_rewritten(output, table.filter(pc.invert(leaving.mask(table.column(SOURCE)))), run_id, schema)
+
+
+def write_rewritten(output: Location, staying: pa.Table, run_id: str, schema: pa.Schema) -> tuple[str, int]:
+    """Write ``staying`` (a data file's rows less some) as a new file of ours in the table's ``schema``; (name, rows)."""
     name = f"{REWRITTEN_PREFIX}{run_id}-{uuid.uuid4().hex}.parquet"
     if staying.schema.names == schema.names:
         staying = staying.cast(schema)
     with storage_errors(output.uri_of(output.join(name))):
         pq.write_table(staying, output.join(name), filesystem=output.filesystem)
     return name, staying.num_rows
+
+
+def discard(output: Location, names: Sequence[str]) -> None:
+    """Data files this job wrote for a commit that did not land: no version names them."""
+    with storage_errors(output.uri):
+        for name in names:
+            try:
+                output.filesystem.delete_file(output.join(name))
+            except FileNotFoundError:
+                pass
+
+
+def missing(output: Location, names: Sequence[str]) -> list[str]:
+    """Of the files ``names`` (relative to the prefix), those not on storage, sorted."""
+    if not names:
+        return []
+    with storage_errors(output.uri):
+        infos = output.filesystem.get_file_info([output.join(name) for name in names])
+    return sorted(name for name, info in zip(names, infos) if info.type == pafs.FileType.NotFound)

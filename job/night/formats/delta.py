@@ -9,10 +9,11 @@ and the platform's data skipping), ``remove`` actions for what leaves. delta-rs'
 concurrency rebases the commit over another writer's that does not conflict; one that does (it
 removed a file this commit removes) makes the night read the new version and try again.
 
-The commit carries an application transaction (``txn``: app id ``APP_ID``, version = the run's
-number), as Spark's ``txnAppId``/``txnVersion`` do: a run that died after its commit and before its
-manifest is finished by ``--resume``, which finds its number already in the log and does not commit
-again. ``--overwrite`` is one ``overwrite`` commit: readers see the old version or the new one.
+The commit carries application transactions (``txn``), as Spark's ``txnAppId``/``txnVersion`` do: app id
+``APP_ID`` with the run's number (one more than the log's last), and one of the run's own id, with the run's id in its
+commitInfo too: a night whose commit landed before its manifest was lost is seen for what it is by the next
+(``job.night.strays``), which adopts its parts and commits only its own work; no night takes another's
+number. ``--overwrite`` is one ``overwrite`` commit: readers see the old version or the new one.
 
 The log is checkpointed every ``CHECKPOINT_INTERVAL`` commits, so reading the latest version (and
 the next night's commit) reads one checkpoint and a few JSON files, not a year of them. Removed parts
@@ -28,14 +29,16 @@ import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.night.formats import APP_ID, Applied, Commit, TableAt, TableState, gone_before_commit
+from job.night.formats import APP_ID, Applied, Commit, TableAt, TableFiles, TableState, gone_before_commit
 from job.night.formats import delta_rules
-from job.night.formats.by_source import DataFile, Leaving, rewrite_without, sources_of, split
+from job.night.formats.by_source import DataFile, Leaving, discard, missing, rewrite_without, sources_of, split
+from job.night.formats.withheld import Withheld, withhold
 from job.output.rows import SOURCE
 from storage import Location, StorageError, storage_errors
 from storage.resolve import s3_endpoint
@@ -92,20 +95,30 @@ def commit(at: TableAt, change: Commit) -> Applied:
     last: Exception | None = None
     for _ in range(COMMIT_TRIES):
         table = _open(at.output, at.endpoint_url)
+        if table is not None and _committed_by(table, change.run_id):  # this run's commit landed, its answer did not
+            return Applied(table.version(), again=True, live=frozenset(_listed(table).column("path").to_pylist()))
         ours = (table.transaction_version(APP_ID) or 0) if table is not None else 0
-        if ours >= change.number and not change.overwrite:
-            return Applied(table.version(), again=True)
-        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
         try:
-            return _commit_on(table, at, change, number)
+            return _commit_on(table, at, change, max(change.number, ours + 1))
         except CommitFailedError as e:  # another writer removed what this commit removes: read its version, again
             last = e
     raise StorageError(f"{at.output.uri}: the Delta commit conflicted {COMMIT_TRIES} times with other writers' commits "
                        f"({_said(last)}); nothing of this run was committed: run again with --resume") from last
 
 
+def _committed_by(table, run_id: str) -> bool:
+    """Whether the run ``run_id`` committed to the table: its own application transaction is in the log's state."""
+    return table.transaction_version(_run_app(run_id)) is not None
+
+
+def _run_app(run_id: str) -> str:
+    """The application id of one run's transaction: a commit of the run is found by it, in the log's state (read with
+    the table, as Spark's streaming queries find their own ``txn``), never by a listing of its commits."""
+    return f"{APP_ID}/run/{run_id}"
+
+
 def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
-    """One try of the commit on ``table`` (None: there is no table yet)."""
+    """One try of the commit on ``table`` (None: there is no table yet), as run ``number``."""
     from deltalake import CommitProperties, Schema, Transaction
     from deltalake.transaction import create_table_with_add_actions
 
@@ -115,7 +128,7 @@ def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
     # (an OPTIMIZE of the same parts) land on top of it, the compaction's copy of the leaving rows kept. A commit that
     # lost the race fails instead, and ``commit`` reads the new version and computes the night's change again.
     properties = CommitProperties(custom_metadata={"run_id": change.run_id}, max_commit_retries=0,
-                                  app_transactions=[Transaction(APP_ID, number)])
+                                  app_transactions=[Transaction(APP_ID, number), Transaction(_run_app(change.run_id), 1)])
     now_ms = int(time.time() * 1000)
     with _one_line(output.uri, f"the Delta commit failed; the table stays at version "
                                f"{'none' if table is None else table.version()}: run again with --resume"):
@@ -124,39 +137,69 @@ def _commit_on(table, at: TableAt, change: Commit, number: int) -> Applied:
             create_table_with_add_actions(uri, Schema.from_arrow(change.schema), adds, mode="error",
                                           configuration=_configuration(change.time_travel_days), storage_options=options,
                                           commit_properties=properties)
-            return Applied(_open(output, endpoint_url).version(), number=number)
+            return Applied(_open(output, endpoint_url).version(), number=number, live=frozenset(change.adds))
         if change.overwrite:  # delta-rs removes every current file itself: one version, the old table or the new
             removed = tuple(sorted(_listed(table).column("path").to_pylist()))
             delta_rules.require_writable(table, output.uri, True, False)  # the table's rules as they are now
             delta_rules.check_rows(table, output, sorted(change.adds), change.schema)
             table.create_write_transaction(_adds(output, change.adds, change.bounds, now_ms), "overwrite", change.schema,
                                            commit_properties=properties)
-            return Applied(_open(output, endpoint_url).version(), removed, number=number)
-        actions, removed = _changes(table, output, change, now_ms)
+            return Applied(_open(output, endpoint_url).version(), removed, number=number, live=frozenset(change.adds))
+        night = _changes(table, at, change, now_ms)
+        if not night.actions:  # nothing to add or take out: no version
+            return Applied(table.version(), number=number, live=night.live)
         delta_rules.check_rows(table, output, sorted(change.adds), change.schema)
-        table.create_write_transaction(actions, "append", change.schema, commit_properties=properties)
-    return Applied(_open(output, endpoint_url).version(), removed, number=number)
+        try:
+            table.create_write_transaction(night.actions, "append", change.schema, commit_properties=properties)
+        except BaseException:
+            discard(output, night.written)  # no version names them
+            raise
+    return Applied(_open(output, endpoint_url).version(), night.removed, number=number, withheld=night.withheld,
+                   live=night.live)
 
 
-def _changes(table, output: Location, change: Commit, now_ms: int) -> tuple[list, tuple[str, ...]]:
-    """The add and remove actions of a night on ``table``'s version: its parts in, the leaving rows out."""
+@dataclass(frozen=True)
+class _Night:
+    """A night's change on one version of the table, as Delta actions."""
+
+    actions: list  # add and remove actions
+    removed: tuple[str, ...]  # data files taken out
+    withheld: dict[str, Withheld]  # parts committed as files without the rows another writer deleted
+    written: tuple[str, ...]  # the files this try wrote (rewrites): no version names them if it fails
+    live: frozenset[str]  # the table's data files once the actions apply
+
+
+def _changes(table, at: TableAt, change: Commit, now_ms: int) -> _Night:
+    """The add and remove actions of a night on ``table``'s version: its parts in (those the log does not list yet,
+    less the rows another writer deleted), the leaving rows out."""
     from deltalake.transaction import RemoveAction
 
-    listed = _listed(table)
+    output, listed = at.output, _listed(table)
     files = _data_files(listed)
+    paths = set(listed.column("path").to_pylist())
     sizes = dict(zip(listed.column("path").to_pylist(), listed.column("size_bytes").to_pylist()))
     delta_rules.require_writable(table, output.uri, bool(change.leaving), bool(_reads_others(files, change.known, change.leaving)))
-    taken = split(files, change.known, change.leaving, lambda path: sources_of(output, path))
+    taken = split(files, change.known, change.leaving, lambda path: sources_of(output, path), change.keep)
     rewritten = dict(rewrite_without(output, path, change.leaving, change.run_id, change.schema) for path in taken.mixed)
-    adds = _adds(output, {**change.adds, **rewritten}, change.bounds, now_ms)
+    moved = change.planned_version is not None and table.version() != change.planned_version
+    new = {part: rows for part, rows in change.adds.items() if part not in paths}
+    if gone := missing(output, sorted(new)):
+        raise gone_before_commit(output.uri, len(gone), gone[0])
+    watched = {part: w for part, w in change.watched.items() if part in new}
+    withheld = withhold(output, [f for f in files if f.path not in change.keep], moved, watched, change.run_id, change.schema)
+    adds = {**{withheld[p].name if p in withheld else p: withheld[p].rows if p in withheld else rows
+               for p, rows in new.items()}, **rewritten}
+    bounds = {**change.bounds, **{w.name: change.bounds[p] for p, w in withheld.items() if p in change.bounds}}
     removed = tuple(sorted([*taken.whole, *taken.mixed]))
-    return [*adds, *(RemoveAction(name, True, now_ms, sizes.get(name)) for name in removed)], removed
+    actions = [*_adds(output, adds, bounds, now_ms), *(RemoveAction(name, True, now_ms, sizes.get(name)) for name in removed)]
+    written = (*rewritten, *(w.name for w in withheld.values()))
+    return _Night(actions, removed, withheld, written, frozenset((paths - set(removed)) | set(adds)))
 
 
-def data_files(at: TableAt) -> list[DataFile]:
-    """The data files of the table's latest version, with their source_file bounds (none: no table)."""
+def data_files(at: TableAt) -> TableFiles:
+    """The data files of the table's latest version, with their source_file bounds, and its version (none: no table)."""
     table = _open(at.output, at.endpoint_url)
-    return [] if table is None else _data_files(_listed(table))
+    return TableFiles() if table is None else TableFiles(_data_files(_listed(table)), table.version())
 
 
 def _data_files(listed: pa.Table) -> list[DataFile]:
@@ -220,7 +263,7 @@ def _configuration(days: float) -> dict[str, str]:
 
 
 def _open(output: Location, endpoint_url: str | None):
-    """The Delta table at the prefix, or None when there is none yet."""
+    """The Delta table at the prefix (its latest version), or None when there is none yet."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 

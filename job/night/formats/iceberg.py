@@ -29,10 +29,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from job.errors import JobError
-from job.night.formats import Applied, Commit, TableAt, TableState
-from job.night.formats.by_source import DataFile, Leaving
-from job.night.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_run, discard,
-                                               listed_files, other_commit, require_columns, require_same_columns,
+from job.night.formats import Applied, Commit, TableAt, TableFiles, TableState
+from job.night.formats.by_source import Leaving
+from job.night.formats.by_source import discard
+from job.night.formats.iceberg_change import (FULL_SOURCE_METRICS, Changed, apply_change, committed_by, committed_run,
+                                               listed_files, other_commit, table_listing, require_columns, require_same_columns,
                                                require_writable_table, table_uri)
 from storage import Location, StorageError, storage_errors
 from storage.conditional import create_exclusive, read_versioned, replace_if
@@ -70,19 +71,23 @@ def _readable(at: TableAt, version: int):
 
 
 def commit(at: TableAt, change: Commit) -> Applied:
-    """Apply ``change`` on the table's latest version as one new metadata version (once per run number)."""
+    """Apply ``change`` on the table's latest version as one new metadata version, numbered after the log's last run
+    of ours; nothing when this run committed already, or when there is nothing to add or take out."""
     output = at.output
     for _ in range(ATTEMPTS):
         version = latest_version(output)
         latest = _base(at, version, change)
+        if latest is not None and committed_by(latest.metadata, change.run_id):
+            _point_hint(output, version)  # this run may have died before its hint named its version
+            return Applied(version, again=True, live=frozenset(f.path for f in listed_files(latest, output)))
         ours = committed_run(latest.metadata) if latest is not None else 0
-        if latest is not None and ours >= change.number and not change.overwrite:
-            _point_hint(output, version)  # that run may have died before its hint named its version
-            return Applied(version, again=True)
-        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
+        number = max(change.number, ours + 1)
         written, changed = _prepare(at, version if latest is not None else None, change, number)
+        if changed.empty:  # nothing to commit; a night that died before its hint named its version has it named now
+            _point_hint(output, version)
+            return Applied(version, number=number, live=changed.live)
         if _publish(output, written, (version or 0) + 1):
-            return Applied((version or 0) + 1, changed.removed, number=number)
+            return Applied((version or 0) + 1, changed.removed, number=number, withheld=changed.withheld, live=changed.live)
         # Lost the race: their v<N+1> stands, and ours is applied again on it.
         discard(output, (_path(written).removeprefix(f"{output.path}/"), *changed.rewritten))
     raise JobError(f"{output.uri}: other writers committed to the Iceberg table {ATTEMPTS} times while this run tried to, "
@@ -151,11 +156,12 @@ def require_writable(at: TableAt, removes: bool, leaving: Leaving, known: Mappin
         require_writable_table(static_table(at.output, at.endpoint_url), at.output, leaving, known)
 
 
-def data_files(at: TableAt) -> list[DataFile]:
-    """The data files of the table's latest version, with their source_file bounds (none: no table)."""
+def data_files(at: TableAt) -> TableFiles:
+    """The data files of the table's latest version, with their source_file bounds, and its current snapshot's id
+    (none: no table)."""
     if latest_version(at.output) is None:
-        return []
-    return listed_files(static_table(at.output, at.endpoint_url), at.output)
+        return TableFiles()
+    return table_listing(static_table(at.output, at.endpoint_url), at.output)
 
 
 def static_table(output: Location, endpoint_url: str | None, version: int | None = None):

@@ -13,22 +13,25 @@ night with removals an ``overwrite`` (the leaving files out, the rewrites and th
 so a reader sees the old table or the new one.
 
 The run's number is recorded in each snapshot's summary and in the table's properties (which
-outlive expired snapshots), so a resumed run whose commit landed is not committed twice.
+outlive expired snapshots): the next run numbers itself after it. The run's id is in its snapshot's summary too, so a
+run that retries its own commit (an answer lost) finds it and does not commit twice.
 """
 
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 
 from job.errors import JobError
-from job.night.formats import Commit
-from job.night.formats.by_source import DataFile, rewrite_without, sources_of, split
+from job.night.formats import Commit, TableFiles, gone_before_commit
+from job.night.formats.by_source import DataFile, discard, missing, rewrite_without, sources_of, split
 from job.output.rows import SOURCE
-from storage import Location, storage_errors
+from job.night.formats.withheld import Withheld, withhold
+from storage import Location
 
 RUN_PROPERTY = "batch-inference.run-number"  # in the snapshot summaries and the table's properties
 RUN_ID_PROPERTY = "batch-inference.run-id"
@@ -41,7 +44,10 @@ class Changed:
     """What ``apply_change`` did to the data files (names relative to the output prefix)."""
 
     removed: tuple[str, ...]  # data files taken out of the table
-    rewritten: tuple[str, ...]  # data files it wrote: files that mixed leaving rows with others, without them
+    rewritten: tuple[str, ...]  # data files it wrote: files without the leaving (or withheld) rows of others
+    withheld: Mapping[str, Withheld] = field(default_factory=dict)  # parts added as files without deleted rows
+    live: frozenset[str] = frozenset()  # the table's data files once the change applies
+    empty: bool = False  # nothing to add or take out: the transaction was left as it was
 
 
 def apply_change(tx, io, change: Commit, output: Location, number: int) -> Changed:
@@ -49,13 +55,20 @@ def apply_change(tx, io, change: Commit, output: Location, number: int) -> Chang
     FileIO of the table, which lies at ``output``, where the parts (``change.adds``) are too."""
     base = table_uri(output)
     before = _by_name(data_files(tx), base)
+    files = _listed_in(tx, before)
+    whole, mixed = _leaving_files(tx, before, files, change, output)
+    new = {part: rows for part, rows in change.adds.items() if change.overwrite or part not in before}
+    if tx.table_metadata.current_snapshot() is not None and not (change.overwrite or new or whole or mixed):
+        return Changed((), (), live=frozenset(before), empty=True)
     if change.overwrite:
         _use_schema(tx, change.schema)
     tx.set_properties(**{RUN_PROPERTY: str(number), **_metadata_properties(tx)})  # before the parts' statistics are read
-    whole, mixed = _leaving_files(tx, before, change, output)
     rewritten = dict(rewrite_without(output, name, change.leaving, change.run_id, change.schema) for name in mixed)
+    withheld: dict[str, Withheld] = {}
     try:
-        adds = _parts(tx, io, [f"{base}/{name}" for name in sorted({**change.adds, **rewritten})])
+        withheld = _withheld(tx, files, change, output, new)
+        parts = {withheld[p].name if p in withheld else p for p in new}
+        adds = _parts(tx, io, [f"{base}/{name}" for name in sorted({*parts, *rewritten})])
         out = [before[name] for name in (*whole, *mixed)]
         summary = {RUN_PROPERTY: str(number), RUN_ID_PROPERTY: change.run_id}
         if out:  # one overwrite snapshot: the leaving files out, the rewrites and the parts in
@@ -70,9 +83,24 @@ def apply_change(tx, io, change: Commit, output: Location, number: int) -> Chang
                     snapshot.append_data_file(data_file)
         _expire(tx, change.time_travel_days)
     except BaseException:
-        discard(output, tuple(rewritten))  # no version names them
+        discard(output, (*rewritten, *(w.name for w in withheld.values())))  # no version names them
         raise
-    return Changed(tuple(sorted((*whole, *mixed))), tuple(sorted(rewritten)))
+    removed = tuple(sorted((*whole, *mixed)))
+    live = frozenset((set(before) - set(removed)) | parts | set(rewritten)) if not change.overwrite else frozenset(parts)
+    return Changed(removed, tuple(sorted((*rewritten, *(w.name for w in withheld.values())))), withheld, live)
+
+
+def _withheld(tx, files: list[DataFile], change: Commit, output: Location, new: Mapping[str, int]) -> dict[str, Withheld]:
+    """The night's new parts that must leave out rows another writer deleted (``job.night.formats.withheld``), on the
+    transaction's version; the night planned on the snapshot ``change.planned_version`` names."""
+    watched = {part: w for part, w in change.watched.items() if part in new}
+    if not watched or change.overwrite:
+        return {}
+    if gone := missing(output, sorted(watched)):
+        raise gone_before_commit(output.uri, len(gone), gone[0])
+    current = tx.table_metadata.current_snapshot()
+    moved = change.planned_version is not None and (current is None or current.snapshot_id != change.planned_version)
+    return withhold(output, [f for f in files if f.path not in change.keep], moved, watched, change.run_id, change.schema)
 
 
 def _by_name(files: dict, base: str) -> dict:
@@ -81,15 +109,22 @@ def _by_name(files: dict, base: str) -> dict:
     return {path.removeprefix(f"{base}/") if path.startswith(f"{base}/") else path: f for path, f in files.items()}
 
 
-def _leaving_files(tx, before: dict, change: Commit, output: Location) -> tuple[list[str], list[str]]:
-    """Of the current data files (``before``, by name), those whose every row leaves (``overwrite``: all), and those
-    holding leaving rows beside staying ones, judged by the rows' source (``by_source.split``)."""
+def _listed_in(tx, before: dict) -> list[DataFile]:
+    """The current data files under the table's location (``before``, by name), with their source_file bounds."""
+    if tx.table_metadata.current_snapshot() is None:
+        return []
+    field_id = tx.table_metadata.schema().find_field(SOURCE).field_id
+    return [DataFile(name, *_bounds(f, field_id)) for name, f in before.items() if "://" not in name]
+
+
+def _leaving_files(tx, before: dict, files: list[DataFile], change: Commit, output: Location) -> tuple[list[str], list[str]]:
+    """Of the current data files (``before``, by name; ``files`` with their bounds), those whose every row leaves
+    (``overwrite``: all), and those holding leaving rows beside staying ones, judged by the rows' source
+    (``by_source.split``); the night's own parts (``change.keep``) never."""
     if change.overwrite:
         return sorted(before), []
-    field_id = tx.table_metadata.schema().find_field(SOURCE).field_id
-    files = [DataFile(name, *_bounds(f, field_id)) for name, f in before.items() if "://" not in name]
     require_no_deletes(output.uri, _deleted_through(tx._scan(), table_uri(output)), files, change.known, change.leaving)
-    taken = split(files, change.known, change.leaving, lambda name: sources_of(output, name))
+    taken = split(files, change.known, change.leaving, lambda name: sources_of(output, name), change.keep)
     return list(taken.whole), list(taken.mixed)
 
 
@@ -131,6 +166,12 @@ def listed_files(table, output: Location) -> list[DataFile]:
     return [DataFile(name, *_bounds(f, field_id)) for name, f in files.items() if "://" not in name]
 
 
+def table_listing(table, output: Location) -> TableFiles:
+    """``listed_files`` of a pyiceberg ``table``, and the id of its current snapshot (the version a night plans on)."""
+    snapshot = table.metadata.current_snapshot()
+    return TableFiles(listed_files(table, output), snapshot.snapshot_id if snapshot is not None else None)
+
+
 def _bounds(data_file, field_id: int) -> tuple[str | None, str | None]:
     """The source column's lower and upper bounds as the manifest records them (truncated ones still enclose it)."""
     low, high = (data_file.lower_bounds or {}).get(field_id), (data_file.upper_bounds or {}).get(field_id)
@@ -146,20 +187,16 @@ def _metadata_properties(tx) -> dict[str, str]:
     return {NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json(), FULL_SOURCE_METRICS: "full"}
 
 
-def discard(output: Location, names: tuple[str, ...]) -> None:
-    """Data files this job wrote for a commit that did not land: no version names them."""
-    with storage_errors(output.uri):
-        for name in names:
-            try:
-                output.filesystem.delete_file(output.join(name))
-            except FileNotFoundError:
-                pass
-
-
 def table_uri(output: Location, name: str = "") -> str:
     """The table's location (or a file ``name`` in it) as pyiceberg spells it."""
     base = f"s3://{output.path}" if output.is_s3 else f"file://{output.path}"
     return posixpath.join(base, name) if name else base
+
+
+def committed_by(metadata, run_id: str) -> bool:
+    """Whether one of the table's snapshots is the run ``run_id``'s commit (its summary carries the run's id)."""
+    return any(s.summary is not None and s.summary.additional_properties.get(RUN_ID_PROPERTY) == run_id
+               for s in metadata.snapshots)
 
 
 def committed_run(metadata) -> int:

@@ -27,11 +27,12 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 from job.errors import JobError
-from job.night.formats import Applied, Commit, TableAt, TableState
+from job.night.formats import Applied, Commit, TableAt, TableFiles, TableState
 from job.night.formats.iceberg import ATTEMPTS, TABLE_PROPERTIES, io_properties, one_line
-from job.night.formats.by_source import DataFile, Leaving
-from job.night.formats.iceberg_change import (Changed, apply_change, committed_run, discard, listed_files, other_commit,
-                                               require_columns, require_same_columns, require_writable_table, table_uri)
+from job.night.formats.by_source import Leaving, discard
+from job.night.formats.iceberg_change import (Changed, apply_change, committed_by, committed_run, listed_files,
+                                               other_commit, require_columns, require_same_columns,
+                                               require_writable_table, table_listing, table_uri)
 from storage import StorageError
 
 METADATA_VERSION = re.compile(r"(\d+)-.*\.metadata\.json")  # pyiceberg's (and Iceberg Java's) metadata file names
@@ -77,16 +78,20 @@ def commit(at: TableAt, change: Commit) -> Applied:
             current = _load(catalog, at)
         ours = 0
         if current not in (None, GONE):
+            if committed_by(current.metadata, change.run_id):  # this run's commit landed, its answer did not
+                return Applied(version_of(current), again=True,
+                               live=frozenset(f.path for f in listed_files(current, at.output)))
             ours = committed_run(current.metadata)
-            if ours >= change.number and not change.overwrite:
-                return Applied(version_of(current), again=True)
             require_same_columns(where, current.metadata, change)
         before = None if current in (None, GONE) else version_of(current)
-        number = max(change.number, ours + 1)  # an --overwrite whose manifest was lost: after our last run in the log
+        number = max(change.number, ours + 1)  # numbered after the log's last run of ours
         try:
             with one_line(where, before), _glue_errors(at, "was not committed"):
                 changed = _commit_once(catalog, at, current, change, number)
-                return Applied(version_of(catalog.load_table(_split(at))), changed.removed, number=number)
+                if changed.empty:
+                    return Applied(before, number=number, live=changed.live)
+                return Applied(version_of(catalog.load_table(_split(at))), changed.removed, number=number,
+                               withheld=changed.withheld, live=changed.live)
         except StorageError as e:
             if not isinstance(e.__cause__, CommitFailedException):
                 raise
@@ -107,6 +112,8 @@ def _commit_once(catalog, at: TableAt, current, change: Commit, number: int) -> 
     else:
         tx = current.transaction()
     changed = apply_change(tx, tx._table.io, change, at.output, number)
+    if changed.empty:
+        return changed
     try:
         tx.commit_transaction()
     except BaseException:
@@ -129,11 +136,12 @@ def require_writable(at: TableAt, removes: bool, leaving: Leaving, known: Mappin
         require_writable_table(table, at.output, leaving, known)
 
 
-def data_files(at: TableAt) -> list[DataFile]:
-    """The data files of the Glue table's latest version, with their source_file bounds (none: no table)."""
+def data_files(at: TableAt) -> TableFiles:
+    """The data files of the Glue table's latest version, with their source_file bounds, and its current snapshot's
+    id (none: no table)."""
     with _glue_errors(at, "cannot be read"):
         table = _load(_catalog(at), at)
-    return [] if table in (None, GONE) else listed_files(table, at.output)
+    return TableFiles() if table in (None, GONE) else table_listing(table, at.output)
 
 
 def version_of(table) -> int:
