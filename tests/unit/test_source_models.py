@@ -126,9 +126,11 @@ def test_a_clip_towers_own_folder_reads_as_the_whole_models(made, tmp_path):
 @pytest.mark.parametrize("damage, words", [
     ("config", "no config.json in the folder; not a folder written by save_pretrained"),
     ("processor", "no preprocessor_config.json in the folder; save the model's image processor beside it"),
-    ("weights", "no model.safetensors in the folder"),
+    ("weights", r"no weights in the folder \(model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
+                r"pytorch_model.bin.index.json\); save the model with save_pretrained, or pass --weights random"),
     ("shapes", r"its model.safetensors does not fit its config.json: .*shapes differ \("),
-    ("architecture", r"holds a ViTModel: neither an image classifier \(...ForImageClassification\) nor an embedder"),
+    ("architecture", r"holds a ViTModel: neither an image classifier \(a class AutoModelForImageClassification loads\) "
+                     "nor an embedder"),
 ])
 def test_a_folder_that_is_not_a_model_or_whose_weights_do_not_fit_is_refused(made, tmp_path, damage, words):
     root, _ = made
