@@ -79,7 +79,8 @@ def _interpolation(settings: Mapping[str, object]) -> Said:
     if resample in RESAMPLE:
         return {"interpolation": RESAMPLE[resample]}, {}
     named = KERNELS.get(resample, "unknown")
-    return {}, {"interpolation": f"it resamples with PIL kernel {resample} ({named}); the recipe has bilinear and bicubic"}
+    return {}, {"interpolation": f"it resamples with PIL kernel {resample} ({named}), where the recipe has bilinear and "
+                                                    "bicubic"}
 
 
 def _sizes(settings: Mapping[str, object], steps: Steps) -> Said:

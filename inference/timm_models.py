@@ -96,10 +96,9 @@ def _offline(name: str) -> str:
     if not name.startswith(HUB):
         return name
     from huggingface_hub import try_to_load_from_cache
-    from timm.models import hf_split
 
-    repo, revision = hf_split(name[len(HUB):])
-    cached = try_to_load_from_cache(repo, "config.json", revision=revision)
+    repo, _, revision = name[len(HUB):].partition("@")  # ORG/NAME@REVISION, as timm splits it
+    cached = try_to_load_from_cache(repo, "config.json", revision=revision or None)
     if not isinstance(cached, str):
         raise WeightsError(f"--model timm:{name}: its config.json is not in this machine's Hugging Face cache, and the "
                            f"job never downloads at run time; download the model once (huggingface-cli download {repo}), "

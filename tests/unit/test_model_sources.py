@@ -203,6 +203,18 @@ def test_an_old_tables_options_compare_equal_and_another_source_does_not():
     assert differing(old, {**old, "arch": None, "source": "timm:resnet50"}) == ["arch", "source"]
 
 
+def test_an_old_tables_key_holds_after_the_channel_order_and_the_scores_were_recorded():
+    """Options recorded before a recipe's channel order and a head's activation were: the same key as today's for a
+    model that takes RGB and is scored by softmax (or a one-logit sigmoid); a BGR or a multi-label model's differ."""
+    old_recipe = {k: v for k, v in IMAGENET_RECIPE.to_dict().items() if k != "channel_order"}
+    old = {"source": "hf:/m", "arch": "ViTForImageClassification", "recipe": old_recipe}
+    now = {**old, "recipe": IMAGENET_RECIPE.to_dict(), "activation": "softmax"}
+    assert options_key(old) == options_key(now) and differing(old, now) == []
+    assert options_key(old) == options_key({**now, "activation": "sigmoid"})
+    assert differing(old, {**now, "activation": "multi_label"}) == ["activation"]
+    assert differing(old, {**now, "recipe": {**now["recipe"], "channel_order": "bgr"}}) == ["recipe"]
+
+
 def test_a_missing_extra_is_one_line_naming_the_install_before_any_work(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{HIDING}{os.pathsep}{REPO}", "HIDE_MODULES": "timm"}
     done = subprocess.run([sys.executable, "-m", "runners.local_job", "--model", "timm:test_vit", "--output",
