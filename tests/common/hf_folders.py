@@ -153,3 +153,34 @@ def assert_rows_are_the_models_own(rows: list[dict], ids: list[str], answers: An
     assert agreeing >= MIN_AGREEING, [(got[i]["label"], int(answers.top1[n])) for n, i in enumerate(ids)]
     off = [abs(got[i]["score"] - answers.scores[n, got[i]["label"]]) for n, i in enumerate(ids)]
     assert max(off) <= tolerance, off
+
+
+# --- one input and two folders, for the engines' tests ------------------------------------------------------------
+
+ENGINE_FOLDERS = {"mobilevit": ("mobilevit", "safetensors"), "levit-sharded": ("levit", "sharded")}  # key: (kind, layout)
+
+
+@dataclass(frozen=True)
+class FolderCase:
+    root: Path
+    ids: list[str]
+    answers: dict[str, Answers]  # by ENGINE_FOLDERS key: the folder's own pipeline's
+
+    def command(self, key: str, output: Path, *extra: str) -> list[str]:
+        """The job's options for folder ``key`` on the case's input, on the exact CPU path (the model's own pixels)."""
+        return ["--input", str(self.root / "in"), "--output", str(output), "--model", f"hf:{self.root / key}",
+                "--batch-size", "8", "--cpu-resize", "exact", *extra]
+
+
+def write_folder_case(root: Path) -> FolderCase:
+    """The photos in two files and ENGINE_FOLDERS' folders under ``root``, each with its own pipeline's answers: a
+    processor whose steps go beyond resize, crop and normalise (MobileViT's: pixels 0..1, B, G, R), and weights in
+    shards."""
+    from job.sample.synthetic import write_dataset
+    from storage import resolve
+
+    jpegs = photos()
+    ids = [f"photo-{i}" for i in range(len(jpegs))]
+    write_dataset(resolve(str(root / "in")), iter(zip(ids, jpegs)), rows_per_file=PHOTOS // 2)
+    answers = {key: hf_answers(hf_classifier(root / key, kind, layout), jpegs) for key, (kind, layout) in ENGINE_FOLDERS.items()}
+    return FolderCase(root, ids, answers)
