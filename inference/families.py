@@ -21,15 +21,14 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 
 import torch
-from torch import nn
 
 from inference.errors import WeightsError
 from inference.features import FeaturesAndLogits
 from inference.labels import check_names, labels_from_file, names_sha256
-from inference.network import Located, Network
+from inference.model_recipe import OPTIONS
+from inference.network import Network
 from inference.scores import head_classes
 from inference.sources import ModelSource, require_library
-from inference.model_recipe import OPTIONS
 from inference.spec import ModelSpec
 from preprocess.recipe import Recipe
 from storage import redact

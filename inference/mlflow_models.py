@@ -4,7 +4,7 @@ Use it through ``inference.families`` (``locate``, ``open_network``). The regist
 (``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///`` store works with no server). The
 driver pins what it names (``locate``: an alias to its version) and records the two URIs it used,
 so every worker reads the same version from the same store, whatever its own environment says. A local store is
-checked before MLflow touches it (``_check_store``): MLflow would create a missing sqlite file (and its folder) as an
+checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and its folder) as an
 empty registry, and retry a folder or a file that is not a database for minutes.
 
 What MLflow saves for the PyTorch flavour:
@@ -36,6 +36,7 @@ from inference.errors import WeightsError
 from inference.files import sha256_of
 from inference.graph_head import with_head
 from inference.memory import FLOAT32, require_fits
+from inference.mlflow_store import absolute_store, check_store
 from inference.model_recipe import RecipeDraft
 from inference.network import Located, Network
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
@@ -45,8 +46,6 @@ DATA_FILES = ("data/model.pt2", "data/model.pth")  # pt2 (MLflow 3's default) an
 NAME_KEYS = ("class_names", "classes")
 PROGRESS = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 EXPORTED = "torch.export program"  # the arch of a pt2 model: a graph, no class of its own
-SQLITE = "sqlite:///"  # then a relative path; sqlite://// is an absolute one
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every sqlite database file
 NO_RECIPE = ("resize", "crop", "mean", "std")  # what a model that logs no recipe must be given
 
 
@@ -55,9 +54,9 @@ def locate(uri: str, s3_endpoint_url: str | None) -> Located:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    store = (_absolute(mlflow.get_tracking_uri()), _absolute(mlflow.get_registry_uri()))
+    store = (absolute_store(mlflow.get_tracking_uri()), absolute_store(mlflow.get_registry_uri()))
     for uri_of_store in dict.fromkeys(store):
-        _check_store(uri_of_store)
+        check_store(uri_of_store)
     client = mlflow.MlflowClient(tracking_uri=store[0], registry_uri=store[1])
     try:
         pinned = _pinned(uri, client)
@@ -102,23 +101,13 @@ def _pinned(uri: str, client: object) -> str:
     return f"models:/{name}/{version.version}"
 
 
-def _absolute(uri: str) -> str:
-    """A local store's URI with an absolute path: a worker's working directory is not the driver's. Other stores
-    (``databricks``, ``databricks-uc``, ``http://...``) as they are."""
-    if uri.startswith(SQLITE) and not uri.startswith(SQLITE + "/"):
-        return SQLITE + os.path.abspath(uri[len(SQLITE):])
-    if "://" not in uri and uri.startswith((".", "/")):  # a folder of files, as MLflow takes a plain path
-        return os.path.abspath(uri)
-    return uri
-
-
 def _downloaded(location: str, store: tuple[str, ...] | None) -> str:
     import mlflow
     from mlflow.exceptions import MlflowException
 
     tracking, registry = store or (None, None)
     for uri_of_store in dict.fromkeys(store or ()):
-        _check_store(uri_of_store)
+        check_store(uri_of_store)
     # MLflow resolves a models:/ URI in the process's registry whatever registry_uri says: in a worker that is the
     # default store of its working directory, so the store the driver resolved it in is named by the environment.
     named = {"MLFLOW_TRACKING_URI": tracking, "MLFLOW_REGISTRY_URI": registry} if store else {}
@@ -199,26 +188,6 @@ def _recipe(logged: object, module: nn.Module, shown: str) -> RecipeDraft:
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
     why = "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"
     return RecipeDraft("a bilinear centre crop (the model says none)", unsaid=dict.fromkeys(NO_RECIPE, why))
-
-
-def _check_store(uri: str) -> None:
-    """WeightsError when a local store (a sqlite file, a folder of files) is missing, or a sqlite store is a folder or
-    not a database: checked before MLflow would create one, or retry one for minutes."""
-    path = uri[len(SQLITE):].split("?", 1)[0] if uri.startswith(SQLITE) else uri if uri.startswith("/") else None
-    if path is None or path in ("", ":memory:"):
-        return  # a server, Databricks, an in-memory store: MLflow's own errors say what is wrong
-    fix = "check MLFLOW_TRACKING_URI / MLFLOW_REGISTRY_URI"
-    if not os.path.exists(path):
-        raise WeightsError(f"MLflow's store {uri}: no such {'file' if uri.startswith(SQLITE) else 'folder'} (the job "
-                           f"never creates a store); {fix}")
-    if not uri.startswith(SQLITE):
-        return
-    if os.path.isdir(path):
-        raise WeightsError(f"MLflow's store {uri}: a folder, not a sqlite database file; name the database in it "
-                           f"({SQLITE}{os.path.join(path, 'mlflow.db')}), or {fix}")
-    with open(path, "rb") as f:
-        if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise WeightsError(f"MLflow's store {uri}: not a sqlite database ({os.path.getsize(path)} bytes); {fix}")
 
 
 @contextmanager
