@@ -57,7 +57,8 @@ def _present(location: Location, name: str) -> bool:
 
 
 def _bytes(location: Location, name: str) -> bytes:
-    with storage_errors(location.uri_of(location.join(name))), location.filesystem.open_input_stream(location.join(name)) as f:
+    path = location.join(name)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
         return f.read()
 
 

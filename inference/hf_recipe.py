@@ -66,7 +66,8 @@ def draft_from_processor(settings: Mapping[str, object], folder: str, plain: boo
         why = f"{kind} is a processor type whose own steps the recipe does not read (docs/model.md lists the types it does)"
         return RecipeDraft(source, {"crop_offset": "floor"}, dict.fromkeys(OPTION_FIELDS, why))
     parts = [_sizes(settings, steps), _interpolation(settings), _colours(settings, steps)]
-    said = {"crop_offset": "floor", "channel_order": "bgr" if steps.flips and settings.get("do_flip_channel_order") else "rgb"}
+    flipped = steps.flips and settings.get("do_flip_channel_order")
+    said = {"crop_offset": "floor", "channel_order": "bgr" if flipped else "rgb"}
     unsaid = {}
     for fields, why in parts:
         said.update(fields)

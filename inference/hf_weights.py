@@ -57,7 +57,8 @@ def checked_weights(local: str, shown: str) -> Weights:
                          lambda name: _read(os.path.join(local, name)), shown)
     for name in files[1:]:
         if not os.path.exists(os.path.join(local, name)):
-            raise WeightsError(f"{shown}: its {files[0]} names {name}, which is not in the folder; copy every shard, or {FIX}")
+            raise WeightsError(f"{shown}: its {files[0]} names {name}, which is not in the folder; copy every shard, "
+                               f"or {FIX}")
     tensors = [name for name in files if not name.endswith(".index.json")]
     parameters = sum(_count(os.path.join(local, name), f"{shown}: its {name}") for name in tensors)
     return Weights(files, parameters, _digest(local, files))
@@ -68,7 +69,8 @@ def _shards(data: bytes, layout: str, shown: str) -> list[str]:
         shards = sorted(set(json.loads(data)["weight_map"].values()))
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise WeightsError(f"{shown}: its {layout} is not an index of shards (a weight_map): {e}; {FIX}") from e
-    beside = [name for name in shards if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", "..")]
+    beside = [name for name in shards
+              if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", "..")]
     if beside:
         raise WeightsError(f"{shown}: its {layout} names {beside[0]!r}, not a file beside it; {FIX}")
     return shards
