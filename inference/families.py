@@ -17,23 +17,22 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 import torch
-from torch import nn
 
 from inference.errors import WeightsError
 from inference.features import FeaturesAndLogits
 from inference.labels import check_names, labels_from_file, names_sha256
-from inference.network import Located, Network
+from inference.model_recipe import OPTIONS
+from inference.network import Network
 from inference.scores import head_classes
 from inference.sources import ModelSource, require_library
-from inference.spec import OPTIONS, ModelSpec, layered_recipe
-from preprocess.recipe import IMAGENET_RECIPE, Recipe
+from inference.spec import ModelSpec
+from preprocess.recipe import Recipe
 from storage import redact
 
-REQUIRED_RECIPE = ("resize", "crop", "mean", "std")  # what a model that logs no recipe must be given
 PROBE_IMAGES = 2  # a batch of two: a network that only runs one image at a time is refused here
 
 
@@ -90,27 +89,16 @@ def describe_source(model: ModelSource, weights: str, labels: str | None, overri
     family = FAMILIES[model.kind]()
     located = family.locate(model.name, s3_endpoint_url)
     network = network_for(model.kind, located.location, weights, s3_endpoint_url, located.store)
-    recipe, recipe_source = _recipe(network, overrides, located.source)
+    # The options win over every field of the model's own recipe, and say what its config could not.
+    recipe, recipe_source = network.recipe.over(dict(overrides or {}), OPTIONS).recipe(located.source)
     logits, embedding_dim = _probe(network, recipe, located.source)
-    num_classes, activation = head_classes(logits) if logits else (0, "softmax")
+    num_classes, activation = head_classes(logits, network.multi_label) if logits else (0, "softmax")
     names, names_source = _names(network, labels, num_classes, s3_endpoint_url)
     return ModelSpec(weights=weights, arch=network.arch, num_classes=num_classes, activation=activation, recipe=recipe,
                      embedding_dim=embedding_dim, class_names=names, names_source=names_source,
                      names_sha256=None if names is None else names_sha256(names), weights_sha256=network.sha256,
                      source=located.source, location=located.location, store=located.store,
                      recipe_source=recipe_source, embedding=network.embedding)
-
-
-def _recipe(network: Network, overrides: Mapping[str, object] | None, shown: str) -> tuple[Recipe, str]:
-    """The options' fields over the model's own recipe; a model with none needs the four sizes and colours given."""
-    overrides = dict(overrides or {})
-    if network.recipe is not None:
-        return layered_recipe(network.recipe, network.recipe_source, [(overrides, OPTIONS)])
-    missing = [name for name in REQUIRED_RECIPE if name not in overrides]
-    if missing:
-        raise WeightsError(f"{shown}: {network.recipe_source}; pass {' '.join('--' + name for name in missing)} "
-                           "(and --interpolation, --crop-mode if not bilinear centre crop)")
-    return layered_recipe(IMAGENET_RECIPE, "bilinear centre crop (the model says none)", [(overrides, OPTIONS)])
 
 
 def _names(network: Network, labels: str | None, num_classes: int,

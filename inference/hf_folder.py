@@ -1,7 +1,10 @@
 """A Hugging Face model's folder on this machine: the folder itself, or a copy of an S3 folder's files, once per process.
 
 Use ``on_this_machine`` before transformers reads a folder (it reads local paths only) and ``read_json`` for its
-``config.json`` and ``preprocessor_config.json``. Torch-free; storage problems are one ``WeightsError`` line.
+``config.json``. An S3 folder's copy holds its config, its image processor and its weights in whichever layout the
+folder has (``inference.hf_weights``: one file, or an index and every shard it names). ``transformers_quiet`` keeps
+transformers' load reports and progress bars out of the user's terminal. Torch-free; storage problems are one
+``WeightsError`` line.
 """
 
 from __future__ import annotations
@@ -10,14 +13,16 @@ import functools
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pyarrow.fs import FileType
 
 from inference.errors import WeightsError
+from inference.hf_weights import weight_files
 from storage import Location, StorageError, redact, resolve, storage_errors
 
-CONFIG, WEIGHTS, PROCESSOR = "config.json", "model.safetensors", "preprocessor_config.json"
-FILES = (CONFIG, WEIGHTS, PROCESSOR)  # what a folder gives us; anything else in it is not read
+CONFIG, PROCESSOR = "config.json", "preprocessor_config.json"
 CHUNK = 16 * 1024 * 1024
 
 
@@ -32,21 +37,34 @@ def on_this_machine(folder: str, s3_endpoint_url: str | None, need_weights: bool
 
 @functools.lru_cache(maxsize=2)
 def _copied(folder: str, s3_endpoint_url: str | None, need_weights: bool) -> str:
-    local = tempfile.mkdtemp(prefix="hf-model-")
+    local, shown = tempfile.mkdtemp(prefix="hf-model-"), f"hf:{redact(folder)}"
     try:
         location = resolve(folder, s3_endpoint_url)
-        for name in FILES if need_weights else (CONFIG, PROCESSOR):
-            with storage_errors(location.uri_of(location.join(name))):
-                if location.filesystem.get_file_info(location.join(name)).type == FileType.NotFound:
-                    continue  # absent: the reader of that file names it
-                _download(location, name, os.path.join(local, name))
+        present = functools.partial(_present, location)
+        names = [name for name in (CONFIG, PROCESSOR) if present(name)]  # one absent: its reader names it
+        if need_weights and present(CONFIG):
+            names += weight_files(present, functools.partial(_bytes, location), shown)
+        for name in names:
+            _download(location, name, os.path.join(local, name))
     except StorageError as e:
-        raise WeightsError(f"cannot read hf:{redact(folder)}: {e}; check the folder and the S3 endpoint") from e
+        raise WeightsError(f"cannot read {shown}: {e}; check the folder and the S3 endpoint") from e
     return local
 
 
+def _present(location: Location, name: str) -> bool:
+    with storage_errors(location.uri_of(location.join(name))):
+        return location.filesystem.get_file_info(location.join(name)).type != FileType.NotFound
+
+
+def _bytes(location: Location, name: str) -> bytes:
+    path = location.join(name)
+    with storage_errors(location.uri_of(path)), location.filesystem.open_input_stream(path) as f:
+        return f.read()
+
+
 def _download(location: Location, name: str, target: str) -> None:
-    with location.filesystem.open_input_stream(location.join(name)) as source, open(target, "wb") as out:
+    with storage_errors(location.uri_of(location.join(name))), \
+            location.filesystem.open_input_stream(location.join(name)) as source, open(target, "wb") as out:
         while chunk := source.read(CHUNK):
             out.write(chunk)
 
@@ -61,3 +79,18 @@ def read_json(local: str, name: str, shown: str, fix: str) -> dict:
             return json.load(f)
     except (OSError, ValueError) as e:
         raise WeightsError(f"{shown}: its {name} is not readable JSON ({e}); {fix}") from e
+
+
+@contextmanager
+def transformers_quiet() -> Iterator[None]:
+    """transformers' load report and progress bars kept out of the user's terminal while it reads a folder."""
+    from transformers.utils import logging
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        logging.enable_progress_bar()

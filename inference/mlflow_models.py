@@ -3,7 +3,9 @@
 Use it through ``inference.families`` (``locate``, ``open_network``). The registry is MLflow's own
 (``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///`` store works with no server). The
 driver pins what it names (``locate``: an alias to its version) and records the two URIs it used,
-so every worker reads the same version from the same store, whatever its own environment says.
+so every worker reads the same version from the same store, whatever its own environment says. A local store is
+checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and its folder) as an
+empty registry, and retry a folder or a file that is not a database for minutes.
 
 What MLflow saves for the PyTorch flavour:
 - MLflow 3's default, ``pt2``: a ``torch.export`` program, loaded by MLflow after its check that the
@@ -14,7 +16,7 @@ What MLflow saves for the PyTorch flavour:
   driver's probe (``inference.families``).
 The recipe and names are those logged with it: ``log_model(..., metadata={"recipe": {...},
 "class_names": [...]})``, the recipe any subset of its fields over torchvision's ResNet50 recipe; a
-pickled timm model with no logged recipe gets timm's. ``random``: the model's own layers with every
+pickled timm model with no logged recipe gets timm's; a model with none needs the options' sizes and colours. ``random``: the model's own layers with every
 weight of two or more dimensions drawn again, seeded (torch's default Linear/Conv initialisation).
 """
 
@@ -33,16 +35,18 @@ from torch import fx, nn
 from inference.errors import WeightsError
 from inference.files import sha256_of
 from inference.graph_head import with_head
+from inference.memory import FLOAT32, require_fits
+from inference.mlflow_store import absolute_store, check_store
+from inference.model_recipe import RecipeDraft
 from inference.network import Located, Network
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
-from preprocess.recipe import IMAGENET_RECIPE, Recipe
 
 MODEL_URI = re.compile(r"models:/(?P<name>[^/@]+)(?:/(?P<version>\d+)|@(?P<alias>[^/]+))/?")
 DATA_FILES = ("data/model.pt2", "data/model.pth")  # pt2 (MLflow 3's default) and pickle: what the weights' digest is of
 NAME_KEYS = ("class_names", "classes")
 PROGRESS = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 EXPORTED = "torch.export program"  # the arch of a pt2 model: a graph, no class of its own
-SQLITE = "sqlite:///"  # then a relative path; sqlite://// is an absolute one
+NO_RECIPE = ("resize", "crop", "mean", "std")  # what a model that logs no recipe must be given
 
 
 def locate(uri: str, s3_endpoint_url: str | None) -> Located:
@@ -50,7 +54,9 @@ def locate(uri: str, s3_endpoint_url: str | None) -> Located:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    store = (_absolute(mlflow.get_tracking_uri()), _absolute(mlflow.get_registry_uri()))
+    store = (absolute_store(mlflow.get_tracking_uri()), absolute_store(mlflow.get_registry_uri()))
+    for uri_of_store in dict.fromkeys(store):
+        check_store(uri_of_store)
     client = mlflow.MlflowClient(tracking_uri=store[0], registry_uri=store[1])
     try:
         pinned = _pinned(uri, client)
@@ -70,14 +76,15 @@ def open_network(location: str, weights: str, s3_endpoint_url: str | None, store
     local = local_folder(location, weights, s3_endpoint_url, store)
     shown = f"mlflow:{location}"
     metadata, data = _described(local, shown)
+    require_fits(os.path.getsize(data) // FLOAT32, shown)  # the data file holds the weights, in fp32 as people log them
     loaded = _loaded(local, shown)
     module, head = _with_head(loaded, shown)
     if weights == RANDOM_WEIGHTS:
         _redraw(module)
-    recipe, recipe_source = _recipe(metadata.get("recipe"), loaded, shown)
+    recipe = _recipe(metadata.get("recipe"), loaded, shown)
     names = next((metadata[key] for key in NAME_KEYS if metadata.get(key) is not None), None)
     arch = EXPORTED if isinstance(loaded, fx.GraphModule) else type(loaded).__name__
-    return Network(module, head, arch, None if weights == RANDOM_WEIGHTS else sha256_of(data), recipe, recipe_source,
+    return Network(module, head, arch, None if weights == RANDOM_WEIGHTS else sha256_of(data), recipe,
                    names, None if names is None else f"logged with {shown}")
 
 
@@ -94,21 +101,13 @@ def _pinned(uri: str, client: object) -> str:
     return f"models:/{name}/{version.version}"
 
 
-def _absolute(uri: str) -> str:
-    """A local store's URI with an absolute path: a worker's working directory is not the driver's. Other stores
-    (``databricks``, ``databricks-uc``, ``http://...``) as they are."""
-    if uri.startswith(SQLITE) and not uri.startswith(SQLITE + "/"):
-        return SQLITE + os.path.abspath(uri[len(SQLITE):])
-    if "://" not in uri and uri.startswith((".", "/")):  # a folder of files, as MLflow takes a plain path
-        return os.path.abspath(uri)
-    return uri
-
-
 def _downloaded(location: str, store: tuple[str, ...] | None) -> str:
     import mlflow
     from mlflow.exceptions import MlflowException
 
     tracking, registry = store or (None, None)
+    for uri_of_store in dict.fromkeys(store or ()):
+        check_store(uri_of_store)
     # MLflow resolves a models:/ URI in the process's registry whatever registry_uri says: in a worker that is the
     # default store of its working directory, so the store the driver resolved it in is named by the environment.
     named = {"MLFLOW_TRACKING_URI": tracking, "MLFLOW_REGISTRY_URI": registry} if store else {}
@@ -176,22 +175,19 @@ def _redraw(module: nn.Module) -> None:
                 nn.init.kaiming_uniform_(parameter, a=math.sqrt(5))
 
 
-def _recipe(logged: object, module: nn.Module, shown: str) -> tuple[Recipe | None, str]:
+def _recipe(logged: object, module: nn.Module, shown: str) -> RecipeDraft:
     if logged is not None:
         if not isinstance(logged, Mapping):
             raise WeightsError(f"{shown}: its logged recipe must be a dict of the recipe's fields, found {logged!r}")
-        try:
-            return IMAGENET_RECIPE.updated(logged, f"the recipe logged with {shown}"), \
-                f"logged with {shown} ({', '.join(logged)}; the rest torchvision's ResNet50 recipe)"
-        except ValueError as e:
-            raise WeightsError(str(e)) from e
+        return RecipeDraft(f"logged with {shown} ({', '.join(logged)}; the rest torchvision's ResNet50 recipe)", logged)
     if isinstance(getattr(module, "pretrained_cfg", None), Mapping):  # a timm model, pickled
         import timm.data
 
         from inference.timm_models import recipe_from_timm
 
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
-    return None, "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"
+    why = "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"
+    return RecipeDraft("a bilinear centre crop (the model says none)", unsaid=dict.fromkeys(NO_RECIPE, why))
 
 
 @contextmanager

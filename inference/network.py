@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from inference.model_recipe import RecipeDraft
 from inference.spec import POOLED
-from preprocess.recipe import Recipe
 
 
 @dataclass
@@ -23,11 +23,11 @@ class Network:
     head: str | None  # dotted path of that final nn.Linear (its input is the embedding); None: an embedder
     arch: str  # the network within its source: timm's name, the HF architecture, the MLflow module's class
     sha256: str | None  # the weights' bytes (a checkpoint, model.safetensors, the MLflow model's data); None: random
-    recipe: Recipe | None  # the source's own eval recipe; None: it says none (the options must give one)
-    recipe_source: str  # where that recipe came from, e.g. "timm's convnext_atto pretrained_cfg"
+    recipe: RecipeDraft  # the source's own eval recipe: what its config says, and what it cannot say (the options must)
     names: Sequence[str] | None = None  # class names the model carries (timm's label info, id2label, logged names)
     names_source: str | None = None
     embedding: str = POOLED  # what the embedding column holds
+    multi_label: bool = False  # a head of independent yes/no classes, scored by each class's sigmoid (inference.scores)
 
 
 @dataclass(frozen=True)

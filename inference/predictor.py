@@ -2,12 +2,14 @@
 
 One ``Predictor`` per worker (Ray actor, Spark Python worker, SageMaker model server); the
 model is loaded once and reused for every batch. The host sends uint8 (4x fewer bytes than
-float32); conversion and the recipe's normalisation run on the device.
+float32); conversion and the recipe's normalisation (and, for a model that takes B, G, R, the channel
+flip) run on the device.
 
 The precision and top-k come decided (``job.execution.decide``, once per run): the predictor
 refuses a precision its device cannot run, and chooses none. What comes back:
 ``predictions=True`` (the default) fills label, score, topk_labels and topk_scores, scored as the
-model's description says (``inference.scores``: softmax, or sigmoid for a one-logit head);
+model's description says (``inference.scores``: softmax, sigmoid for a one-logit head, each class's
+sigmoid for a multi-label head);
 ``embeddings="float16"|"float32"`` fills ``embeddings`` with the pooled feature (the final
 Linear's input: ResNet50's 2048-d average pool), cast on the device before it is copied back.
 Either or both, from one forward pass.
@@ -85,6 +87,7 @@ class Predictor:
         # Scaled by 255 so uint8 pixels normalise in one fused sub/div: (x - 255*mean) / (255*std).
         self._mean = torch.tensor(model.recipe.mean, device=device).view(1, 3, 1, 1) * 255
         self._std = torch.tensor(model.recipe.std, device=device).view(1, 3, 1, 1) * 255
+        self._bgr = model.recipe.channel_order == "bgr"  # the model takes B, G, R: flipped after normalising
         self._streams = threading.local()  # one CUDA stream per calling thread
         if compile:
             crop = model.recipe.crop
@@ -98,7 +101,7 @@ class Predictor:
             return self._empty()
         with self.stream():
             batch = self._to_device(pixels).permute(0, 3, 1, 2).float()  # (N, 3, H, W) view of NHWC: channels_last
-            return self._predict(batch.sub_(self._mean).div_(self._std), len(pixels))
+            return self._predict(self._ordered(batch.sub_(self._mean).div_(self._std)), len(pixels))
 
     @torch.inference_mode()
     def predict_images(self, images: torch.Tensor) -> Predictions:
@@ -113,7 +116,7 @@ class Predictor:
         with self.stream(images):
             normalised = torch.empty_like(images, memory_format=torch.channels_last)  # (N, 3, H, W)
             torch.sub(images, self._mean, out=normalised)
-            return self._predict(normalised.div_(self._std), len(images))
+            return self._predict(self._ordered(normalised.div_(self._std)), len(images))
 
     def stream(self, uses: torch.Tensor | None = None) -> AbstractContextManager:
         """Run on this thread's CUDA stream (a no-op on CPU); it first waits for the caller's stream.
@@ -147,6 +150,10 @@ class Predictor:
             return Predictions(None, None, None, None, embeddings)
         scores, labels = host[0], host[1].astype(np.int64)
         return Predictions(labels[:, 0].copy(), scores[:, 0].copy(), labels, scores, embeddings)
+
+    def _ordered(self, batch: torch.Tensor) -> torch.Tensor:
+        """``batch`` (N, 3, H, W) in the recipe's channel order: as it is (RGB), or flipped to B, G, R."""
+        return batch.flip(1).contiguous(memory_format=torch.channels_last) if self._bgr else batch
 
     def _pad(self, batch: torch.Tensor) -> torch.Tensor:
         """Pad to the compiled batch size with zero images (the mean colour), so shapes never change."""

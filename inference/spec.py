@@ -27,6 +27,7 @@ from typing import Any
 from inference.archs import DEFAULT_ARCH, Arch, arch_named
 from inference.errors import WeightsError
 from inference.labels import check_names, imagenet_names, labels_from_file, names_sha256
+from inference.model_recipe import OPTIONS, layered_recipe
 from inference.scores import ACTIVATIONS, BINARY_CLASSES, Activation, head_classes
 from inference.sources import kind_of
 from inference.weights import IMAGENET_WEIGHTS, RANDOM_WEIGHTS, weights_for
@@ -36,8 +37,6 @@ from storage import redact
 IMAGENET_CLASSES = 1000  # the head of ``imagenet`` and ``random`` weights
 IMAGENET_NAMES_SOURCE = "torchvision ImageNet categories"
 POOLED = "the pooled feature: the final Linear's input"  # a classifier's embedding, whatever its source
-OPTIONS = "the options"  # the recipe layer the user's --resize, --crop... make
-RECIPE_OPTIONS = "the recipe options"  # how a refusal names that layer
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,8 @@ class ModelSpec:
     num_classes: int  # one score per class: the head's size, 2 for a one-logit (binary) head
     recipe: Recipe  # the pixels the model expects: resize, crop, mean, std
     embedding_dim: int  # length of the pooled feature (the head's input): ResNet50 2048
-    activation: Activation = "softmax"  # logits -> scores: softmax; sigmoid for a one-logit head (inference.scores)
+    # logits -> scores (inference.scores): softmax; sigmoid for a one-logit head; multi_label: each class's sigmoid
+    activation: Activation = "softmax"
     class_names: tuple[str, ...] | None = None  # by class index; None: no names known (label_name null)
     names_source: str | None = None  # "labels <uri>", "checkpoint <uri>" or IMAGENET_NAMES_SOURCE
     names_sha256: str | None = None  # inference.labels.names_sha256: the names' identity, for --resume
@@ -168,18 +168,3 @@ def _recipe(arch: Arch, saved: object, overrides: Mapping[str, object] | None, s
         raise WeightsError(f"{arch.name} takes {arch.input_size}x{arch.input_size} images only (its position "
                            f"embeddings fix the size); the recipe crops {recipe.crop}: set crop to {arch.input_size}")
     return recipe, source
-
-
-def layered_recipe(base: Recipe, base_source: str, layers: list[tuple[Mapping[str, object], str]]) -> tuple[Recipe, str]:
-    """``base`` with each layer's fields applied in turn (later wins), and a line saying where each field came from:
-    ``timm's convnext_atto pretrained_cfg; resize from the options``. WeightsError naming a bad layer."""
-    recipe, said = base, [base_source]
-    for changes, where in layers:
-        if not changes:
-            continue
-        try:
-            recipe = recipe.updated(changes, RECIPE_OPTIONS if where == OPTIONS else f"the recipe in {where}")
-        except ValueError as e:
-            raise WeightsError(str(e)) from e
-        said.append(f"{', '.join(changes)} from {where}")
-    return recipe, "; ".join(said)

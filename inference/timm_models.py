@@ -11,12 +11,19 @@ feature). Nothing is downloaded: ``pretrained`` is never asked of timm.
   (its ``transforms_imagenet_eval``: resize ``floor(size / crop_pct)``, crop ``size``, centre or squash);
 - names: the checkpoint's, else timm's ImageNet label info (``infer_imagenet_subset``) when the head is
   the size the model's pretrained_cfg was trained with;
-- embedding: the final Linear's input, timm's ``forward_head(x, pre_logits=True)``.
+- embedding: the final Linear's input, timm's ``forward_head(x, pre_logits=True)``; a distilled model's two heads
+  (``deit_*_distilled_*``: their logits averaged) read as one over both tokens side by side (``inference.heads``).
+
+``timm:hf-hub:ORG/NAME`` is built from the config the Hugging Face cache on this machine already holds (timm would
+ask the Hub for it, even with ``pretrained=False``): one line at once when the cache has none, never a wait on the
+network. ``timm:local-dir:FOLDER`` reads a folder's own ``config.json``. Before a network is built its parameters
+are counted on the meta device and checked against this machine's memory (``inference.memory``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Mapping
 
@@ -25,15 +32,18 @@ from torch import nn
 
 from inference.checkpoint import Checkpoint, read_checkpoint, some_keys
 from inference.errors import WeightsError
+from inference.heads import averaged_heads
+from inference.memory import require_fits
+from inference.model_recipe import RecipeDraft
 from inference.network import Located, Network
-from inference.spec import layered_recipe
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
-from preprocess.recipe import Recipe
 from storage import redact
 
 TIMM_CROP_MODES = ("center", "squash")  # timm's "border" pads: no recipe of ours
 TIMM_INTERPOLATIONS = ("bilinear", "bicubic")
 EMBEDDING = "the pooled feature: the final Linear's input (timm's forward_head(x, pre_logits=True))"
+AVERAGED = "its {count} heads' inputs side by side ({heads}: the class and distillation tokens), whose logits it averages"
+HUB, LOCAL_DIR = "hf-hub:", "local-dir:"  # timm's model-name sources: the Hugging Face Hub, a local folder
 
 
 def locate(name: str, s3_endpoint_url: str | None) -> Located:
@@ -49,34 +59,76 @@ def open_network(name: str, weights: str, s3_endpoint_url: str | None, store: ob
     """timm's ``name`` with ``weights`` (a checkpoint URI, or random), its recipe, names and head."""
     import timm.data
 
+    built = _offline(name)
+    require_fits(_parameters(built), f"--model timm:{name}")
     checkpoint = None if weights == RANDOM_WEIGHTS else read_checkpoint(weights, s3_endpoint_url)
-    module = _random(name) if checkpoint is None else _with_weights(name, checkpoint, redact(weights))
-    recipe, recipe_source = recipe_from_timm(timm.data.resolve_data_config({}, model=module), name)
-    if checkpoint is not None and checkpoint.recipe is not None:
-        if not isinstance(checkpoint.recipe, Mapping):
-            raise WeightsError(f"{redact(weights)}: its recipe must be a dict of the recipe's fields, found {checkpoint.recipe!r}")
-        recipe, recipe_source = layered_recipe(recipe, recipe_source, [(checkpoint.recipe, redact(weights))])
+    module = _random(built) if checkpoint is None else _with_weights(built, name, checkpoint, redact(weights))
+    recipe = recipe_from_timm(timm.data.resolve_data_config({}, model=module), name)
+    if checkpoint is not None:
+        recipe = recipe.over(checkpoint.recipe, redact(weights))
     names, names_source = _names(module, checkpoint, weights)
-    head = module.pretrained_cfg["classifier"] if module.num_classes else None
-    return Network(module.eval(), head, name, None if checkpoint is None else checkpoint.sha256, recipe, recipe_source,
-                   names, names_source, EMBEDDING)
+    module, head, embedding = _with_head(module, name)
+    return Network(module, head, name, None if checkpoint is None else checkpoint.sha256, recipe, names, names_source,
+                   embedding)
 
 
-def recipe_from_timm(data_config: Mapping[str, object], name: str) -> tuple[Recipe, str]:
-    """timm's eval transform (``resolve_data_config``'s dict) as a Recipe, and where it came from."""
+def recipe_from_timm(data_config: Mapping[str, object], name: str) -> RecipeDraft:
+    """timm's eval transform (``resolve_data_config``'s dict) as a recipe; what it cannot say left to the options."""
     _, height, width = data_config["input_size"]
     crop_mode = data_config.get("crop_mode") or "center"
     interpolation = data_config.get("interpolation") or "bilinear"
-    problem = (f"a {height}x{width} input (the recipe crops squares)" if height != width else
-               f"crop_mode {crop_mode!r}" if crop_mode not in TIMM_CROP_MODES else
-               f"interpolation {interpolation!r}" if interpolation not in TIMM_INTERPOLATIONS else None)
-    if problem is not None:
-        raise WeightsError(f"timm:{name}: its pretrained_cfg asks for {problem}, which the recipe has no form for; "
-                           "pass the recipe options (--resize, --crop, --interpolation, --crop-mode)")
     crop_pct = float(data_config.get("crop_pct") or 0.875)  # timm's DEFAULT_CROP_PCT
-    recipe = Recipe(resize=math.floor(height / crop_pct), crop=height, mean=tuple(data_config["mean"]),
-                    std=tuple(data_config["std"]), interpolation=interpolation, crop_mode=crop_mode)
-    return recipe, f"timm's {name} pretrained_cfg (resolve_data_config: crop_pct {crop_pct:g})"
+    said = {"resize": math.floor(height / crop_pct), "crop": height, "mean": tuple(data_config["mean"]),
+            "std": tuple(data_config["std"]), "interpolation": interpolation, "crop_mode": crop_mode}
+    why = "its pretrained_cfg asks for {}, which the recipe has no form for"
+    unsaid = {**(dict.fromkeys(("resize", "crop"), why.format(f"a {height}x{width} input (the recipe crops squares)"))
+                 if height != width else {}),
+              **({"crop_mode": why.format(f"crop_mode {crop_mode!r}")} if crop_mode not in TIMM_CROP_MODES else {}),
+              **({"interpolation": why.format(f"interpolation {interpolation!r}")}
+                 if interpolation not in TIMM_INTERPOLATIONS else {})}
+    return RecipeDraft(f"timm's {name} pretrained_cfg (resolve_data_config: crop_pct {crop_pct:g})",
+                       {key: value for key, value in said.items() if key not in unsaid}, unsaid)
+
+
+def _offline(name: str) -> str:
+    """What ``timm.create_model`` is given for ``name``: an ``hf-hub:`` name as the local folder the Hugging Face
+    cache holds its config in; WeightsError at once when it holds none (the job never downloads at run time)."""
+    if not name.startswith(HUB):
+        return name
+    from huggingface_hub import try_to_load_from_cache
+
+    repo, _, revision = name[len(HUB):].partition("@")  # ORG/NAME@REVISION, as timm splits it
+    cached = try_to_load_from_cache(repo, "config.json", revision=revision or None)
+    if not isinstance(cached, str):
+        raise WeightsError(f"--model timm:{name}: its config.json is not in this machine's Hugging Face cache, and the "
+                           f"job never downloads at run time; download the model once (huggingface-cli download {repo}), "
+                           f"or pass timm:{LOCAL_DIR}FOLDER holding its config.json, with --weights its checkpoint")
+    return LOCAL_DIR + os.path.dirname(cached)
+
+
+def _parameters(built: str) -> int:
+    """The parameters of timm's ``built`` (with its pretrained head), counted on the meta device."""
+    with torch.device("meta"):
+        return sum(parameter.numel() for parameter in _model(built).parameters())
+
+
+def _with_head(module: nn.Module, name: str) -> tuple[nn.Module, str | None, str]:
+    """(the module, its final Linear's path or None for an embedder, what its embedding is): a distilled model's two
+    heads merged into one (``inference.heads``)."""
+    classifier = module.pretrained_cfg.get("classifier")
+    if not module.num_classes:
+        return module.eval(), None, EMBEDDING
+    if isinstance(classifier, str):
+        return module.eval(), classifier, EMBEDDING
+    size = module.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
+    probe = torch.rand((2, 3, size, size), generator=torch.Generator().manual_seed(0))
+    heads = list(classifier)
+    merged = averaged_heads(module.eval(), heads, _forward, probe, _forward, f"--model timm:{name}")
+    return merged, "head", AVERAGED.format(count=len(heads), heads=", ".join(heads))
+
+
+def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return module(x)
 
 
 def _model(name: str, **kwargs: object) -> nn.Module:
@@ -95,15 +147,16 @@ def _random(name: str) -> nn.Module:
         return _model(name)
 
 
-def _with_weights(name: str, checkpoint: Checkpoint, shown: str) -> nn.Module:
-    """timm's ``name`` with a head of the checkpoint's size, holding its tensors; WeightsError naming what does not fit."""
+def _with_weights(built: str, name: str, checkpoint: Checkpoint, shown: str) -> nn.Module:
+    """timm's ``built`` (``name`` as --model says it) with a head of the checkpoint's size, holding its tensors;
+    WeightsError naming what does not fit. A distilled model's heads are both of that size."""
     with torch.device("meta"):
-        classifier = _model(name).pretrained_cfg.get("classifier")
-    if not isinstance(classifier, str):
-        raise WeightsError(f"--model timm:{name} has {classifier!r} as its classifier; only models with one head are read")
+        classifier = _model(built).pretrained_cfg.get("classifier")
+    first = classifier if isinstance(classifier, str) else classifier[0]
+    weight = checkpoint.state.get(f"{first}.weight")
     weight = checkpoint.state.get(f"{classifier}.weight")
     logits = weight.shape[0] if isinstance(weight, torch.Tensor) and weight.ndim == 2 else 0  # 0: no head, an embedder
-    module = _model(name, num_classes=logits)
+    module = _model(built, num_classes=logits)
     expected = module.state_dict()
     missing = [key for key in expected if key not in checkpoint.state]
     unexpected = [key for key in checkpoint.state if key not in expected]

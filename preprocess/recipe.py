@@ -32,12 +32,16 @@ CROP_MODES = ("center", "squash")
 # ((h - crop) / 2 rounded half to even: torchvision's CenterCrop, timm's, Hugging Face's torchvision-backed "fast"
 # processors) or floor ((h - crop) // 2: Hugging Face's PIL-backed processors' center_crop, e.g. CLIP's).
 CROP_OFFSETS = ("round", "floor")
+# The order of the channels the model takes: rgb (nearly every model), or bgr (a Hugging Face MobileViT processor's
+# do_flip_channel_order). Pixels are normalised in R, G, B order (``mean`` and ``std`` are R, G, B), then flipped.
+CHANNEL_ORDERS = ("rgb", "bgr")
 
 
 @dataclass(frozen=True)
 class Recipe:
     """A model's eval transform as numbers: Resize(resize, interpolation) + CenterCrop(crop) + Normalize(mean, std),
-    the resize keeping the aspect (``crop_mode`` center) or not (squash), the crop's start rounded (``crop_offset``)."""
+    the resize keeping the aspect (``crop_mode`` center) or not (squash), the crop's start rounded (``crop_offset``),
+    the channels in the order the model takes them (``channel_order``)."""
 
     resize: int = 232  # short side after resize; ResNet50_Weights.IMAGENET1K_V2 uses 232 (V1: 256)
     crop: int = 224  # square centre crop fed to the network
@@ -46,6 +50,7 @@ class Recipe:
     interpolation: str = "bilinear"  # INTERPOLATIONS: torchvision's ResNet50 weights are bilinear, most timm ones bicubic
     crop_mode: str = "center"  # CROP_MODES: center keeps the aspect; squash resizes both sides to ``resize``
     crop_offset: str = "round"  # CROP_OFFSETS: torchvision's rounding of the crop's start; floor: HF's PIL processors
+    channel_order: str = "rgb"  # CHANNEL_ORDERS: what the model takes, after normalising; bgr: MobileViT's processor
 
     def __post_init__(self) -> None:
         for name in ("resize", "crop"):
@@ -61,6 +66,8 @@ class Recipe:
             raise ValueError(f"the recipe's crop_mode must be one of {', '.join(CROP_MODES)}, got {self.crop_mode!r}")
         if self.crop_offset not in CROP_OFFSETS:
             raise ValueError(f"the recipe's crop_offset must be one of {', '.join(CROP_OFFSETS)}, got {self.crop_offset!r}")
+        if self.channel_order not in CHANNEL_ORDERS:
+            raise ValueError(f"the recipe's channel_order must be one of {', '.join(CHANNEL_ORDERS)}, got {self.channel_order!r}")
         object.__setattr__(self, "mean", _channels("mean", self.mean, positive=False))
         object.__setattr__(self, "std", _channels("std", self.std, positive=True))
 
@@ -81,7 +88,8 @@ class Recipe:
     def to_dict(self) -> dict:
         """As the manifest and part footers record it (JSON lists, not tuples)."""
         return {"resize": self.resize, "crop": self.crop, "mean": list(self.mean), "std": list(self.std),
-                "interpolation": self.interpolation, "crop_mode": self.crop_mode, "crop_offset": self.crop_offset}
+                "interpolation": self.interpolation, "crop_mode": self.crop_mode, "crop_offset": self.crop_offset,
+                "channel_order": self.channel_order}
 
 
 def _channels(name: str, values: object, *, positive: bool) -> RGB:

@@ -7,7 +7,9 @@ from a file's is either a rollout (``job.night.rollout``) or refused, naming wha
 
 Options recorded before a field existed read as that field's value then (``normalised``): a recipe without an
 interpolation or crop mode was the bilinear centre crop every recipe was, rows made before ``--cpu-resize`` were
-Pillow's (``exact``), and a model recorded without its ``source`` was a torchvision name, its ``arch``.
+Pillow's (``exact``), and a model recorded without its ``source`` was a torchvision name, its ``arch``. Fields added
+since are left out at the value every older row was made with (``UNRECORDED``: a recipe's RGB channel order, a head
+scored by softmax or a one-logit sigmoid), so a table's recorded keys stay its keys.
 """
 
 from __future__ import annotations
@@ -20,18 +22,24 @@ from job.output.rows import model_lineage
 from preprocess.recipe import Recipe
 
 KEY_HEX = 12  # 48 bits of the options' digest: a table holds a few option sets in its life, never millions
+# Fields added after tables recorded their keys, at the values every row was made with before: left out of the key.
+UNRECORDED_RECIPE = {"channel_order": "rgb"}
+UNRECORDED = {"activation": ("softmax", "sigmoid")}  # a multi-label head's scores (each class's sigmoid) are recorded
 
 
 def normalised(options: Mapping) -> dict:
     """``options`` with the fields an older record lacks at the values it was made with: its recipe's later fields
     (interpolation, crop mode, crop offset: today's defaults, a bilinear centre crop rounded as torchvision does) and
-    ``cpu_resize`` (exact: Pillow resized every row before the fast path was the default)."""
+    ``cpu_resize`` (exact: Pillow resized every row before the fast path was the default); the fields of
+    ``UNRECORDED`` left out at the values older rows had."""
     options = {"cpu_resize": "exact", **options}
     if "source" not in options and "arch" in options:  # every model was a torchvision name then: its source
         options["source"] = options["arch"]
+    options = {name: value for name, value in options.items() if value not in UNRECORDED.get(name, ())}
     recipe = options.get("recipe")
     if isinstance(recipe, Mapping):
-        return {**options, "recipe": {**Recipe().to_dict(), **recipe}}
+        recipe = {**Recipe().to_dict(), **recipe}
+        return {**options, "recipe": {k: v for k, v in recipe.items() if UNRECORDED_RECIPE.get(k, object()) != v}}
     return options
 
 

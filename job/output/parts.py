@@ -57,8 +57,9 @@ OUTPUT_OPTIONS = ("weights", "image_column", "id_column", "raw_shape", "limit", 
 # with which recipe, which columns...
 EXECUTION_OPTIONS = ("decode", "cpu_resize", "precision", "recipe", "topk", "predictions", "embeddings")
 # ...and the model the driver described: its source (resnet50, timm:convnext_tiny, hf:..., mlflow:models:/pets/3), its
-# architecture, names and weights by their hashes. A table written before ``source`` reads as its arch (job.night.options).
-MODEL_OPTIONS = ("source", "arch", "names_sha256", "weights_sha256")
+# architecture, names and weights by their hashes, and how its logits became scores (softmax, or each class's sigmoid
+# for a multi-label head). A table written before ``source`` reads as its arch (job.night.options).
+MODEL_OPTIONS = ("source", "arch", "names_sha256", "weights_sha256", "activation")
 # The parts' own layout: 2 adds the lineage columns. A table of parts laid out otherwise is refused (one line naming
 # --overwrite) rather than mixed with parts of other columns, which its readers could not read as one table.
 LAYOUT = 2

@@ -32,6 +32,8 @@ from runners.spark.udfs import device_name
 # Local mode with 4 attempts per task, as spark.task.maxFailures on a cluster: a task whose
 # Python worker died is retried (plain local[*] allows one attempt).
 DEFAULT_MASTER = "local[*,4]"
+# Errors only from the JVM's start (its lines before setLogLevel can run): for a JVM the job launches, without --verbose.
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
 
 
 def existing_context() -> SparkContext | None:
@@ -68,6 +70,10 @@ def _start_session(master: str | None, verbose: bool) -> SparkSession:
             # Local workers must run this interpreter (its venv has torch), not the first python3 on PATH.
             # pyspark reads PYSPARK_PYTHON (not the spark.pyspark.python conf) when it starts the context.
             os.environ["PYSPARK_PYTHON"] = sys.executable
+    if not verbose:  # the job's progress line, not Spark's console progress bar; Spark's start-up lines kept out
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+        if not launched_by_spark_submit():  # the JVM starts here: its log quiet from its start
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}")
     session = builder.getOrCreate()
     # The job's progress display and summary, not the JVM's log; --verbose keeps Spark's warnings.
     session.sparkContext.setLogLevel("WARN" if verbose else "ERROR")

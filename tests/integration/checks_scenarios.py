@@ -120,9 +120,9 @@ def positional_ids_tell_partition_folders_apart(main: Main, root: str, endpoint:
     assert_output_contract(rows, manifest, expected, bad={})  # 16 distinct ids, none lost to a shared file name
 
 
-def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: str, endpoint: str | None, capsys) -> None:
+def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: str, endpoint: str | None, capsys) -> str:
     """A subprocess run holds the output's lease; a second run meanwhile (``S3A://`` for ``s3://``) is refused; the
-    first finishes alone."""
+    first finishes alone. Returns what the first printed (stdout and stderr)."""
     ids = [f"img-{i}" for i in range(24)]
     write_images(f"{root}/in", endpoint, ids)
     argv = job_args(f"{root}/in", f"{root}/out", endpoint)
@@ -143,6 +143,7 @@ def concurrent_runs_into_one_prefix(main: Main, command: Sequence[str], root: st
     assert_output_contract(rows, manifest, ids, bad={})  # every id once: no part written twice
     index, history = manifest["table"]["index"], f"_history/{manifest['run_id']}.json"
     assert sorted(files_under(f"{root}/out", endpoint)) == sorted([*manifest["files"], "_SUCCESS.json", *index_files([index]), history])
+    return output
 
 
 def wait_for_lease(job: subprocess.Popen, output_uri: str, endpoint: str | None) -> None:

@@ -3,6 +3,7 @@ retrying a task, on bad data only the run can meet (scenarios in checks_scenario
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 
@@ -40,7 +41,11 @@ def test_partition_folders_and_writer_markers_run(s3_bucket, s3_env, capsys):
 
 
 def test_a_second_concurrent_run_is_refused_and_the_first_finishes_alone(s3_bucket, s3_env, capsys):
-    scenarios.concurrent_runs_into_one_prefix(spark_job.main, SUBPROCESS, f"s3://{s3_bucket}", s3_env, capsys)
+    output = scenarios.concurrent_runs_into_one_prefix(spark_job.main, SUBPROCESS, f"s3://{s3_bucket}", s3_env, capsys)
+    # The run started its own Spark without --verbose: none of Spark's own lines (its start-up WARNs, its log profile,
+    # its console progress bar), only the job's.
+    spark_lines = [line for line in output.splitlines() if re.search(r" WARN |log4j|log level|\[Stage \d", line)]
+    assert not spark_lines, spark_lines
 
 
 def test_a_crashed_runs_lease_is_taken_over_by_resume(tmp_path, capsys):

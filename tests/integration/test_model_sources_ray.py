@@ -1,6 +1,8 @@
 """Every model source on Ray (one local Ray of 2 CPUs for the module): the driver describes the model once and each
 predictor actor loads it once from where the driver pinned it (a timm checkpoint, a Hugging Face folder, an MLflow
-model read from the store the driver resolved it in); the rows agree with the model's own reference pipeline."""
+model read from the store the driver resolved it in); the rows agree with the model's own reference pipeline. A
+Hugging Face folder whose processor has steps of its own (MobileViT's) and a sharded one run on the actors as their own
+processor and model answer."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 
 from runners import ray_job
 from tests.common.contract import read_output
+from tests.common.hf_folders import ENGINE_FOLDERS, assert_rows_are_the_models_own, write_folder_case
 from tests.common.model_sources import SourceCase, assert_agrees, current_store
 
 pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")]
@@ -29,4 +32,18 @@ def test_each_source_agrees_with_its_own_reference_pipeline(case, key, tmp_path)
     manifest = ray_job.main(case.command(key, tmp_path / "out", "--num-cpu-actors", "1"))
     rows, _ = read_output(str(tmp_path / "out"))
     assert_agrees(case, key, rows, manifest)
+    assert manifest["engine"] == "ray"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """A MobileViT folder (its processor's own steps: no normalisation, B, G, R) and a sharded LeViT one."""
+    return write_folder_case(tmp_path_factory.mktemp("hf-folders"))
+
+
+@pytest.mark.parametrize("key", list(ENGINE_FOLDERS))
+def test_a_folders_own_processor_steps_and_shards_run_on_ray(folders, key, tmp_path):
+    manifest = ray_job.main(folders.command(key, tmp_path / "out", "--num-cpu-actors", "1"))
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_rows_are_the_models_own(rows, folders.ids, folders.answers[key])
     assert manifest["engine"] == "ray"

@@ -1,6 +1,7 @@
 """Every model source on Spark (one local Spark for the module): each Python worker loads the model the driver
 described once (a timm checkpoint, a Hugging Face folder, an MLflow model read from the store the driver resolved it
-in); the rows agree with the model's own reference pipeline."""
+in); the rows agree with the model's own reference pipeline. A Hugging Face folder whose processor has steps of its own
+(MobileViT's) and a sharded one run on the workers as their own processor and model answer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from runners import spark_job
 from tests.common.contract import read_output
+from tests.common.hf_folders import ENGINE_FOLDERS, assert_rows_are_the_models_own, write_folder_case
 from tests.common.model_sources import SourceCase, assert_agrees, current_store
 from tests.common.spark import local_spark
 
@@ -30,4 +32,19 @@ def test_each_source_agrees_with_its_own_reference_pipeline(case, key, tmp_path)
     manifest = spark_job.main(case.command(key, tmp_path / "out"))
     rows, _ = read_output(str(tmp_path / "out"))
     assert_agrees(case, key, rows, manifest)
+    assert manifest["engine"] == "spark"
+
+
+@pytest.fixture(scope="module")
+def folders(case, tmp_path_factory):
+    """A MobileViT folder (its processor's own steps: no normalisation, B, G, R) and a sharded LeViT one; run in the
+    module's one Spark (``case``'s)."""
+    return write_folder_case(tmp_path_factory.mktemp("hf-folders"))
+
+
+@pytest.mark.parametrize("key", list(ENGINE_FOLDERS))
+def test_a_folders_own_processor_steps_and_shards_run_on_spark(folders, key, tmp_path):
+    manifest = spark_job.main(folders.command(key, tmp_path / "out"))
+    rows, _ = read_output(str(tmp_path / "out"))
+    assert_rows_are_the_models_own(rows, folders.ids, folders.answers[key])
     assert manifest["engine"] == "spark"

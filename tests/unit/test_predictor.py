@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import PIL.Image
@@ -11,6 +12,7 @@ import torch
 from torchvision.models import ResNet50_Weights
 
 from inference import Predictor, load_model
+from inference.model import LoadedModel
 from job.execution import DEFAULT_TOPK
 from preprocess.recipe import IMAGENET_RECIPE
 from preprocess import preprocess_batch
@@ -217,3 +219,21 @@ def test_a_one_logit_head_at_exactly_one_half_is_label_1(tmp_path):
     model = load_model(str(write_checkpoint(tmp_path / "half.pt", state)))
     out = Predictor(model, CPU, "fp32", 2)(np.zeros((2, 224, 224, 3), np.uint8))
     assert out.topk_labels.tolist() == [[1, 0], [1, 0]] and out.topk_scores.tolist() == [[0.5, 0.5], [0.5, 0.5]]
+
+
+def test_a_bgr_recipe_feeds_the_model_its_channels_flipped_both_ways_in(model, images):
+    """A model that takes B, G, R (a MobileViT processor's): normalised in R, G, B order, then flipped on the device,
+    from host pixels and from device images alike."""
+    bgr = dataclasses.replace(model.spec, recipe=dataclasses.replace(IMAGENET_RECIPE, channel_order="bgr"))
+    flipped = LoadedModel(model.module, bgr, model.head)
+    pixels = preprocess_batch([encoded(i) for i in images], IMAGENET_RECIPE).pixels
+    from_host = Predictor(flipped, CPU, "fp32", DEFAULT_TOPK)(pixels)
+    images_on_device = torch.from_numpy(pixels).permute(0, 3, 1, 2).float()
+    from_device = Predictor(flipped, CPU, "fp32", DEFAULT_TOPK).predict_images(images_on_device)
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in (IMAGENET_RECIPE.mean, IMAGENET_RECIPE.std))
+    with torch.inference_mode():
+        reference = model.module(((images_on_device / 255 - mean) / std).flip(1)).softmax(dim=1).topk(DEFAULT_TOPK, dim=1)
+    for ours in (from_host, from_device):
+        assert np.array_equal(ours.topk_labels, reference.indices.numpy())
+        np.testing.assert_allclose(ours.topk_scores, reference.values.numpy(), atol=1e-5)
+    assert not np.array_equal(from_host.topk_scores, Predictor(model, CPU, "fp32", DEFAULT_TOPK)(pixels).topk_scores)

@@ -31,3 +31,13 @@ def test_softmax_is_the_usual_top_k_and_an_unknown_activation_is_refused():
     torch.testing.assert_close(scores, logits.softmax(1)[:, [1, 2]])
     with pytest.raises(ValueError, match="activation 'tanh': choose one of softmax, sigmoid"):
         top_classes(logits, 2, "tanh")
+
+
+def test_a_multi_label_head_scores_each_class_by_its_own_sigmoid():
+    assert head_classes(5, multi_label=True) == (5, "multi_label")
+    assert head_classes(1, multi_label=True) == (2, "sigmoid")  # one logit: the binary classifier either way
+    logits = torch.tensor([[2.0, -1.0, 0.5], [-3.0, 1.0, 1.5]])
+    scores, labels = top_classes(logits, 3, "multi_label")
+    assert labels.tolist() == top_classes(logits, 3, "softmax")[1].tolist()  # the same order, top-1 included
+    torch.testing.assert_close(scores, logits.sigmoid().sort(dim=1, descending=True).values)
+    assert (scores.sum(dim=1) - 1).abs().min() > 0.1  # a row's scores do not sum to 1

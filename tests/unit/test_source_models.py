@@ -126,9 +126,11 @@ def test_a_clip_towers_own_folder_reads_as_the_whole_models(made, tmp_path):
 @pytest.mark.parametrize("damage, words", [
     ("config", "no config.json in the folder; not a folder written by save_pretrained"),
     ("processor", "no preprocessor_config.json in the folder; save the model's image processor beside it"),
-    ("weights", "no model.safetensors in the folder"),
+    ("weights", r"no weights in the folder \(model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
+                r"pytorch_model.bin.index.json\); save the model with save_pretrained, or pass --weights random"),
     ("shapes", r"its model.safetensors does not fit its config.json: .*shapes differ \("),
-    ("architecture", r"holds a ViTModel: neither an image classifier \(...ForImageClassification\) nor an embedder"),
+    ("architecture", r"holds a ViTModel: neither an image classifier \(a class AutoModelForImageClassification loads\) "
+                     "nor an embedder"),
 ])
 def test_a_folder_that_is_not_a_model_or_whose_weights_do_not_fit_is_refused(made, tmp_path, damage, words):
     root, _ = made
@@ -235,3 +237,71 @@ def test_a_worker_loads_a_registered_model_from_the_store_the_driver_found_it_in
     done = subprocess.run([sys.executable, "-c", worker], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip(), done.stderr[-2000:]
+
+
+def test_a_timm_distilled_model_reads_its_two_heads_as_one(made):
+    """deit_*_distilled_*: two heads whose logits it averages, read as one Linear over both tokens side by side."""
+    import timm
+
+    from inference.weights import RANDOM_WEIGHTS_SEED
+
+    spec = describe_model("random", model="timm:deit_tiny_distilled_patch16_224")
+    assert (spec.num_classes, spec.embedding_dim) == (1000, 2 * 192) and spec.embedding.startswith("its 2 heads' inputs")
+    loaded = load_model(spec)
+    torch.manual_seed(RANDOM_WEIGHTS_SEED)
+    own = timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False).eval()  # the same seeded weights
+    images = torch.rand(2, 3, 224, 224)
+    with torch.inference_mode():
+        features, logits = FeaturesAndLogits(loaded.module, loaded.head)(images)
+        tokens = own.forward_features(images)
+        torch.testing.assert_close(logits, own(images), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(features, torch.cat([tokens[:, 0], tokens[:, 1]], dim=1))
+
+
+def test_a_timm_hub_name_is_built_from_the_config_the_hugging_face_cache_holds(made, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+    import timm
+    from timm.models import save_for_hf
+
+    root, _ = made
+    model = timm.create_model("test_vit", pretrained=False, num_classes=sources.CLASSES)
+    save_for_hf(model, tmp_path / "saved", safe_serialization=True)
+    snapshot = tmp_path / "hub" / "models--our-org--tiny-vit" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0123abcd")
+    (snapshot / "config.json").write_bytes((tmp_path / "saved" / "config.json").read_bytes())
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # this machine's cache
+    spec = describe_model(str(tmp_path / "saved" / "model.safetensors"), model="timm:hf-hub:our-org/tiny-vit")
+    assert (spec.source, spec.num_classes, spec.recipe.crop) == ("timm:hf-hub:our-org/tiny-vit", sources.CLASSES, 160)
+
+
+def test_a_hugging_face_distilled_classifier_and_a_multi_label_one(tmp_path):
+    from tests.common.hf_folders import hf_classifier
+
+    distilled = hf_classifier(tmp_path / "deit", "deit-distilled")
+    spec = describe_model("own", model=f"hf:{distilled}")
+    assert (spec.arch, spec.num_classes, spec.embedding_dim, spec.activation) == \
+        ("DeiTForImageClassificationWithTeacher", sources.CLASSES, 2 * 32, "softmax")
+    assert spec.embedding.startswith("its 2 heads' inputs side by side (cls_classifier, distillation_classifier)")
+    import transformers
+
+    own = transformers.AutoModelForImageClassification.from_pretrained(distilled, local_files_only=True).eval()
+    images = torch.rand(2, 3, 224, 224)
+    with torch.inference_mode():
+        torch.testing.assert_close(load_model(spec).module(images), own(pixel_values=images).logits)
+    multi = describe_model("own", model=f"hf:{hf_classifier(tmp_path / 'multi', 'vit-multilabel')}")
+    assert multi.activation == "multi_label" and ModelSpec.from_dict(multi.to_dict()) == multi
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"", r"its pytorch_model.bin is empty \(0 bytes\)"),
+    (b"PK\x03\x04 not a zip at all", r"its pytorch_model.bin cannot be read \("),
+])
+def test_a_damaged_pytorch_model_bin_is_one_line(made, tmp_path, data, words):
+    root, _ = made
+    folder = shutil.copytree(root / "hf-vit", tmp_path / "vit")
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(data)
+    with pytest.raises(WeightsError, match=words):
+        describe_model("own", model=f"hf:{folder}")
