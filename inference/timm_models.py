@@ -1,6 +1,6 @@
 """``--model timm:NAME``: ``timm.create_model(NAME, pretrained=False)`` holding ``--weights``' state dict.
 
-Use it through ``inference.families`` (``locate``, ``open_network``). The weights are a timm
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``). The weights are a timm
 checkpoint as people keep them (timm's ``model.safetensors`` or ``pytorch_model.bin``, or
 ``torch.save(model.state_dict())``, in any layout ``inference.checkpoint`` reads), loaded strictly:
 a key missing, unexpected or of another shape is refused by name. The head's size comes from
@@ -64,7 +64,7 @@ def open_network(name: str, weights: str, s3_endpoint_url: str | None, store: ob
     checkpoint = None if weights == RANDOM_WEIGHTS else read_checkpoint(weights, s3_endpoint_url)
     module = _random(built) if checkpoint is None else _with_weights(built, name, checkpoint, redact(weights))
     recipe = recipe_from_timm(timm.data.resolve_data_config({}, model=module), name)
-    if checkpoint is not None:
+    if checkpoint is not None and checkpoint.recipe is not None:
         recipe = recipe.over(checkpoint.recipe, redact(weights))
     names, names_source = _names(module, checkpoint, weights)
     module, head, embedding = _with_head(module, name)
