@@ -183,7 +183,7 @@ def _recipe(logged: object, module: nn.Module, shown: str) -> RecipeDraft:
     if isinstance(getattr(module, "pretrained_cfg", None), Mapping):  # a timm model, pickled
         import timm.data
 
-        from inference.timm_models import recipe_from_timm
+        from inference.timm_recipe import recipe_from_timm
 
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
     why = "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"
