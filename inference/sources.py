@@ -64,21 +64,22 @@ def _mlflow_uri(text: str) -> str | None:
 
 
 TORCHVISION = Source(
-    "torchvision", (f"a torchvision name ({', '.join(list(ARCHS)[:3])}, ...)",), "", torchvision_models.parse,
-    WeightsRule(IMAGENET_WEIGHTS, (IMAGENET_WEIGHTS, RANDOM_WEIGHTS), files=True),
-    torchvision_models.read, torchvision_models.open_model, torchvision_models.no_folder, arch=True)
+    kind="torchvision", forms=(f"a torchvision name ({', '.join(list(ARCHS)[:3])}, ...)",), prefix="",
+    parse=torchvision_models.parse,
+    weights=WeightsRule(IMAGENET_WEIGHTS, (IMAGENET_WEIGHTS, RANDOM_WEIGHTS), files=True),
+    read=torchvision_models.read, open=torchvision_models.open_model, folder=torchvision_models.no_folder, arch=True)
 SOURCES: dict[str, Source] = {source.kind: source for source in (
     TORCHVISION,
-    Source("timm", (TIMM_FORM,), "timm:", partial(name_after, prefix="timm:", form=TIMM_FORM),
-           WeightsRule(None, (RANDOM_WEIGHTS,), files=True, needed=TIMM_CHECKPOINT),
-           partial(read_network, _timm), partial(load_network, _timm), partial(local_folder, _timm),
+    Source(kind="timm", forms=(TIMM_FORM,), prefix="timm:", parse=partial(name_after, prefix="timm:", form=TIMM_FORM),
+           weights=WeightsRule(None, (RANDOM_WEIGHTS,), files=True, needed=TIMM_CHECKPOINT),
+           read=partial(read_network, _timm), open=partial(load_network, _timm), folder=partial(local_folder, _timm),
            extra="timm", modules=("timm", "safetensors")),
-    Source("hf", (HF_FORM,), "hf:", _hf_folder, HOLDS_ITS_OWN,
-           partial(read_network, _hf), partial(load_network, _hf), partial(local_folder, _hf),
+    Source(kind="hf", forms=(HF_FORM,), prefix="hf:", parse=_hf_folder, weights=HOLDS_ITS_OWN,
+           read=partial(read_network, _hf), open=partial(load_network, _hf), folder=partial(local_folder, _hf),
            extra="hf", modules=("transformers", "safetensors")),
-    Source("mlflow", (MODELS_FORM, RUNS_FORM), "", _mlflow_uri, HOLDS_ITS_OWN,
-           partial(read_network, _mlflow), partial(load_network, _mlflow), partial(local_folder, _mlflow),
-           extra="mlflow", modules=("mlflow",)),
+    Source(kind="mlflow", forms=(MODELS_FORM, RUNS_FORM), prefix="", parse=_mlflow_uri, weights=HOLDS_ITS_OWN,
+           read=partial(read_network, _mlflow), open=partial(load_network, _mlflow),
+           folder=partial(local_folder, _mlflow), extra="mlflow", modules=("mlflow",)),
 )}
 FORMS = ", ".join(form for source in SOURCES.values() for form in source.forms)
 

@@ -9,7 +9,7 @@ What ``--weights`` can name:
   ``weights_only=True``).
 When the weights cannot be had, ``WeightsError`` says so; there is no fallback.
 
-Both the driver's description (``inference.spec``) and every worker's ``load_model`` come here,
+Both the driver's description (``inference.torchvision_models``) and every worker's ``load_model`` come here,
 so a process reads a file or downloads once however often it asks. Importing this module does
 not import torch: the driver describes ``random`` weights, and names the choices, without it.
 """
