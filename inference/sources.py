@@ -81,7 +81,6 @@ SOURCES: dict[str, Source] = {source.kind: source for source in (
            read=partial(read_network, _mlflow), open=partial(load_network, _mlflow),
            folder=partial(local_folder, _mlflow), extra="mlflow", modules=("mlflow",)),
 )}
-FORMS = ", ".join(form for source in SOURCES.values() for form in source.forms)
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,8 @@ def parse_model(text: str) -> ModelRef:
         name = source.parse(text)
         if name is not None:
             return ModelRef(source, name)
-    raise WeightsError(f"--model {text}: not a model source; pass {FORMS}")
+    forms = ", ".join(form for source in SOURCES.values() for form in source.forms)
+    raise WeightsError(f"--model {text}: not a model source; pass {forms}")
 
 
 def source_of(kind: str) -> Source:
