@@ -1,11 +1,11 @@
 """``--model models:/NAME/VERSION``, ``models:/NAME@ALIAS``, ``runs:/RUN/PATH``: an MLflow PyTorch model.
 
-Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``). The registry is MLflow's own
-(``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///`` store works with no server). The
-driver pins what it names (``locate``: an alias to its version) and records the two URIs it used,
-so every worker reads the same version from the same store, whatever its own environment says. A local store is
-checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and its folder) as an
-empty registry, and retry a folder or a file that is not a database for minutes.
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``,
+``local_folder``). The registry is MLflow's own (``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///``
+store works with no server). The driver pins what it names (``locate``: an alias to its version) and records the two
+URIs it used, so every worker reads the same version from the same store, whatever its own environment says. A local
+store is checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and
+its folder) as an empty registry, and retry a folder or a file that is not a database for minutes.
 
 What MLflow saves for the PyTorch flavour:
 - MLflow 3's default, ``pt2``: a ``torch.export`` program, loaded by MLflow after its check that the

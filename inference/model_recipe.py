@@ -1,12 +1,12 @@
-"""A model's recipe as its source says it, and the layers over it (a checkpoint's, the options): ``RecipeDraft``. Torch-free.
+"""A model's recipe as its source says it, and the layers over it (a checkpoint's, the options): ``RecipeDraft``.
 
-A source's own config (timm's pretrained_cfg, a Hugging Face image processor, an MLflow model's logged recipe, a
-checkpoint's ``recipe``) says some of the recipe's fields, and may be unable to say others: a resize kernel the recipe
-has no form for, a non-square size, a crop the processor pads with black, a processor type whose steps the recipe
-does not read. Those fields are ``unsaid``, each with why. Every layer over the draft (a checkpoint's recipe, then the
-options: ``--resize``, ``--crop``, ``--interpolation``, ``--crop-mode``, ``--mean``, ``--std``) wins over the fields
-below it and says what was unsaid, so a refused config can always be run by naming the options; a draft the options
-leave unsaid is refused in one line naming why and the options still missing.
+Torch-free. A source's own config (timm's pretrained_cfg, a Hugging Face image processor, an MLflow model's logged
+recipe, a checkpoint's ``recipe``) says some of the recipe's fields, and may be unable to say others: a resize kernel
+the recipe has no form for, a non-square size, a crop the processor pads with black, a processor type whose steps the
+recipe does not read. Those fields are ``unsaid``, each with why. Every layer over the draft (a checkpoint's recipe,
+then the options: ``--resize``, ``--crop``, ``--interpolation``, ``--crop-mode``, ``--mean``, ``--std``) wins over the
+fields below it and says what was unsaid, so a refused config can always be run by naming the options; a draft the
+options leave unsaid is refused in one line naming why and the options still missing.
 
 A source that says its whole recipe (a torchvision architecture's: ``RecipeDraft.whole``) has nothing left for a later
 layer to complete, so each layer over it is checked as it comes and a bad one is named alone (``the recipe in
@@ -57,7 +57,8 @@ class RecipeDraft:
         _known(changes, where)  # a layer that is not a dict is refused, even an empty one
         layer = f"{', '.join(changes)} from {where}"
         if not self.said and not self.unsaid:  # whole: this layer is checked now, and named alone when it is bad
-            return RecipeDraft(self.source, base=_checked(self.base, changes, _named(where)), layers=(*self.layers, layer))
+            checked = _checked(self.base, changes, _named(where))
+            return RecipeDraft(self.source, base=checked, layers=(*self.layers, layer))
         unsaid = {name: why for name, why in self.unsaid.items() if name not in changes}
         return RecipeDraft(self.source, {**self.said, **changes}, unsaid, self.base, (*self.layers, layer))
 

@@ -1,11 +1,11 @@
 """``--model timm:NAME``: ``timm.create_model(NAME, pretrained=False)`` holding ``--weights``' state dict.
 
-Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``). The weights are a timm
-checkpoint as people keep them (timm's ``model.safetensors`` or ``pytorch_model.bin``, or
-``torch.save(model.state_dict())``, in any layout ``inference.checkpoint`` reads), loaded strictly:
-a key missing, unexpected or of another shape is refused by name. The head's size comes from
-the checkpoint (``num_classes`` 0, a headless checkpoint, is an embedder of timm's pooled
-feature). Nothing is downloaded: ``pretrained`` is never asked of timm.
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``,
+``local_folder``). The weights are a timm checkpoint as people keep them (timm's ``model.safetensors`` or
+``pytorch_model.bin``, or ``torch.save(model.state_dict())``, in any layout ``inference.checkpoint`` reads), loaded
+strictly: a key missing, unexpected or of another shape is refused by name. The head's size comes from the checkpoint
+(``num_classes`` 0, a headless checkpoint, is an embedder of timm's pooled feature). Nothing is downloaded:
+``pretrained`` is never asked of timm.
 
 - recipe: ``recipe_from_timm(resolve_data_config({}, model=m))`` (``inference.timm_recipe``), timm's own eval transform
   as numbers (its ``transforms_imagenet_eval``: resize ``floor(size / crop_pct)``, crop ``size``, centre or squash);
