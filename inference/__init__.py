@@ -3,7 +3,8 @@
 The driver calls ``describe_model(weights, model=, labels=, recipe_overrides=)`` once, before any
 work: a frozen, picklable ``ModelSpec`` (source, architecture, class count and names, recipe and
 where it came from, embedding size) that every worker passes to ``load_model(spec)``. ``model``
-names a torchvision classifier, ``timm:NAME``, ``hf:PATH`` or an MLflow model (``inference.sources``).
+names a torchvision classifier, ``timm:NAME``, ``hf:PATH`` or an MLflow model (``inference.sources``: one
+record per source, ``inference.source.Source``; the spec records its ``kind``).
 ``Predictor`` takes uint8 NHWC batches and returns top-k predictions and/or embeddings, normalising on the device. No engine imports here.
 
 Importing the package does not import torch: every name but the torch-free constants loads on

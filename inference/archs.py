@@ -1,6 +1,6 @@
 """The classifiers ``--arch`` can name, as numbers: head, embedding size, torchvision's eval recipe.
 
-Torch-free, so the driver can describe a model (``inference.spec``) without importing torch.
+Torch-free, so the driver can describe a model (``inference.torchvision_models``) without importing torch.
 ``resnet50`` (the default) is built by ``inference.resnet`` with torch alone; every other entry
 is built by ``torchvision.models.get_model`` when, and only when, a job asks for it (importing
 torchvision costs seconds: ResNet50's start-up never pays it).

@@ -50,7 +50,7 @@ SHOWN_KEYS = 3  # keys named in a refusal; the rest are counted
 @dataclass(frozen=True)
 class Checkpoint:
     state: StateDict  # fp32 CPU tensors, prefixes stripped
-    class_names: object | None  # as saved (checked against the head by inference.spec)
+    class_names: object | None  # as saved (checked against the head by inference.describe)
     recipe: object | None  # as saved: a dict with any of resize, crop, mean, std
     sha256: str | None  # of the file's bytes; None for weights that are not a user's file
 

@@ -1,11 +1,12 @@
 """``--model hf:PATH``: a Hugging Face folder written by ``save_pretrained``, local or ``s3://``.
 
-Use it through ``inference.families`` (``locate``, ``open_network``). The folder is read in the order that refuses
-each problem with its own line before anything large is loaded: its ``config.json`` (``inference.hf_classes``: a
-classifier, an embedder, or not an image model), its image processor (``inference.hf_processor``: the recipe), its
-weights (``inference.hf_weights``: every layout ``save_pretrained`` writes, checked and counted), whether they fit in
-memory (``inference.memory``), and only then the model, with ``local_files_only`` and in fp32; a key missing, of
-another shape, or unexpected (but the text side of a whole CLIP/SigLIP) is refused by name.
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``,
+``local_folder``). The folder is read in the order that refuses each problem with its own line before anything large
+is loaded: its ``config.json`` (``inference.hf_classes``: a classifier, an embedder, or not an image model), its image
+processor (``inference.hf_processor``: the recipe), its weights (``inference.hf_weights``: every layout
+``save_pretrained`` writes, checked and counted), whether they fit in memory (``inference.memory``), and only then the
+model, with ``local_files_only`` and in fp32; a key missing, of another shape, or unexpected (but the text side of a
+whole CLIP/SigLIP) is refused by name.
 
 A classifier's names come from ``id2label`` (unless they are transformers' placeholders ``LABEL_0``...); its embedding
 is its final Linear's input (a ViT's class token after the last norm, a ConvNeXt's pooled feature), or, for a

@@ -1,11 +1,11 @@
 """``--model models:/NAME/VERSION``, ``models:/NAME@ALIAS``, ``runs:/RUN/PATH``: an MLflow PyTorch model.
 
-Use it through ``inference.families`` (``locate``, ``open_network``). The registry is MLflow's own
-(``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///`` store works with no server). The
-driver pins what it names (``locate``: an alias to its version) and records the two URIs it used,
-so every worker reads the same version from the same store, whatever its own environment says. A local store is
-checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and its folder) as an
-empty registry, and retry a folder or a file that is not a database for minutes.
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``,
+``local_folder``). The registry is MLflow's own (``MLFLOW_TRACKING_URI``/``MLFLOW_REGISTRY_URI``; a ``sqlite:///``
+store works with no server). The driver pins what it names (``locate``: an alias to its version) and records the two
+URIs it used, so every worker reads the same version from the same store, whatever its own environment says. A local
+store is checked before MLflow touches it (``inference.mlflow_store``): MLflow would create a missing sqlite file (and
+its folder) as an empty registry, and retry a folder or a file that is not a database for minutes.
 
 What MLflow saves for the PyTorch flavour:
 - MLflow 3's default, ``pt2``: a ``torch.export`` program, loaded by MLflow after its check that the
@@ -13,7 +13,7 @@ What MLflow saves for the PyTorch flavour:
 - ``pickle`` (MLflow 2's format, 3's on request): the pickled module, loaded as MLflow allows it
   (``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``: true by default in MLflow 3.17; unpickling runs code, so
   the choice is the user's, never changed here); its head is its last ``nn.Linear``, checked by the
-  driver's probe (``inference.families``).
+  driver's probe (``inference.probe``).
 The recipe and names are those logged with it: ``log_model(..., metadata={"recipe": {...},
 "class_names": [...]})``, the recipe any subset of its fields over torchvision's ResNet50 recipe; a
 pickled timm model with no logged recipe gets timm's; a model with none needs the options' sizes and colours. ``random``: the model's own layers with every
@@ -183,7 +183,7 @@ def _recipe(logged: object, module: nn.Module, shown: str) -> RecipeDraft:
     if isinstance(getattr(module, "pretrained_cfg", None), Mapping):  # a timm model, pickled
         import timm.data
 
-        from inference.timm_models import recipe_from_timm
+        from inference.timm_recipe import recipe_from_timm
 
         return recipe_from_timm(timm.data.resolve_data_config({}, model=module), type(module).__name__)
     why = "it logged no recipe (log_model(..., metadata={'recipe': {...}}))"

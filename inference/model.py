@@ -5,12 +5,11 @@
 weights string still works (``load_model("random")``): it is described here first, with the
 default architecture and no labels or recipe changes.
 
-A torchvision name's weights come from ``inference.weights`` (``imagenet``, ``random`` or a user's
-checkpoint), read once per process; a timm, Hugging Face or MLflow model from ``inference.families``,
-opened once per process the same way: the driver's description, ``compare`` and packaging each get a fresh
-module built from the cached state dict, with no second read or download. A user's file whose
-bytes changed since the driver described it is refused. ResNet50 comes from
-``inference.resnet``: nothing on its path imports torchvision.
+The source the spec's ``kind`` names (``inference.sources``) opens it: a torchvision name's weights come from
+``inference.weights`` (``imagenet``, ``random`` or a user's checkpoint), a timm, Hugging Face or MLflow network from
+``inference.network``, each read once per process: the driver's description, ``compare`` and packaging each get a
+fresh module, with no second read or download. A user's file whose bytes changed since the driver described it is
+refused. ResNet50 comes from ``inference.resnet``: nothing on its path imports torchvision.
 """
 
 from __future__ import annotations
@@ -19,15 +18,10 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from inference.archs import arch_named
-from inference.build import module_with
-from inference.errors import WeightsError
 from inference.describe import describe_model
-from inference.sources import TORCHVISION
+from inference.sources import source_of
 from inference.spec import ModelSpec
-from inference.weights import weights_for
 from preprocess.recipe import Recipe
-from storage import redact
 
 
 @dataclass
@@ -47,17 +41,8 @@ def load_model(model: ModelSpec | str, *, s3_endpoint_url: str | None = None) ->
     Each call returns its own module; the weights behind it are read at most once per process.
     """
     spec = model if isinstance(model, ModelSpec) else describe_model(model, s3_endpoint_url=s3_endpoint_url)
-    if spec.kind != TORCHVISION:
-        from inference.families import load_network  # torch and the source's library
-
-        network = load_network(spec, s3_endpoint_url)
-        return LoadedModel(network.module, spec, network.head)
-    checkpoint = weights_for(spec.weights, spec.arch, s3_endpoint_url)
-    if spec.weights_sha256 is not None and checkpoint.sha256 != spec.weights_sha256:
-        raise WeightsError(f"{redact(spec.weights)} changed after the job checked it (sha256 {checkpoint.sha256[:12]}..., "
-                           f"was {spec.weights_sha256[:12]}...); leave the weights in place while a job runs, and run it again")
-    arch = arch_named(spec.arch)
-    return LoadedModel(module_with(checkpoint.state, arch, redact(spec.weights)), spec, arch.head)
+    opened = source_of(spec.kind).open(spec, s3_endpoint_url)
+    return LoadedModel(opened.module, spec, opened.head)
 
 
 def __getattr__(name: str) -> object:

@@ -4,7 +4,7 @@ own sigmoid for a multi-label head.
 A head of one logit is a binary classifier trained with sigmoid/BCE; softmax over that one logit
 would give every image class 0 with score 1.0. It is read as two classes, [negative, positive],
 scored [1 - p, p] with p = sigmoid(logit), label 1 when p >= 0.5. The driver's description
-(``inference.spec``) counts classes with ``head_classes``, so names, ``--topk`` and the output
+(``inference.describe``) counts classes with ``head_classes``, so names, ``--topk`` and the output
 columns all see 2; every engine's predictor scores with ``top_classes``.
 
 A multi-label head (a Hugging Face config's ``problem_type: multi_label_classification``, trained with one

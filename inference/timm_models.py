@@ -1,14 +1,14 @@
 """``--model timm:NAME``: ``timm.create_model(NAME, pretrained=False)`` holding ``--weights``' state dict.
 
-Use it through ``inference.families`` (``locate``, ``open_network``). The weights are a timm
-checkpoint as people keep them (timm's ``model.safetensors`` or ``pytorch_model.bin``, or
-``torch.save(model.state_dict())``, in any layout ``inference.checkpoint`` reads), loaded strictly:
-a key missing, unexpected or of another shape is refused by name. The head's size comes from
-the checkpoint (``num_classes`` 0, a headless checkpoint, is an embedder of timm's pooled
-feature). Nothing is downloaded: ``pretrained`` is never asked of timm.
+Use it through its row of ``inference.sources`` (its ``inference.network.NetworkCode``: ``locate``, ``open_network``,
+``local_folder``). The weights are a timm checkpoint as people keep them (timm's ``model.safetensors`` or
+``pytorch_model.bin``, or ``torch.save(model.state_dict())``, in any layout ``inference.checkpoint`` reads), loaded
+strictly: a key missing, unexpected or of another shape is refused by name. The head's size comes from the checkpoint
+(``num_classes`` 0, a headless checkpoint, is an embedder of timm's pooled feature). Nothing is downloaded:
+``pretrained`` is never asked of timm.
 
-- recipe: ``recipe_from_timm(resolve_data_config({}, model=m))``, timm's own eval transform as numbers
-  (its ``transforms_imagenet_eval``: resize ``floor(size / crop_pct)``, crop ``size``, centre or squash);
+- recipe: ``recipe_from_timm(resolve_data_config({}, model=m))`` (``inference.timm_recipe``), timm's own eval transform
+  as numbers (its ``transforms_imagenet_eval``: resize ``floor(size / crop_pct)``, crop ``size``, centre or squash);
 - names: the checkpoint's, else timm's ImageNet label info (``infer_imagenet_subset``) when the head is
   the size the model's pretrained_cfg was trained with;
 - embedding: the final Linear's input, timm's ``forward_head(x, pre_logits=True)``; a distilled model's two heads
@@ -22,10 +22,8 @@ are counted on the meta device and checked against this machine's memory (``infe
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
-from collections.abc import Mapping
 
 import torch
 from torch import nn
@@ -34,13 +32,11 @@ from inference.checkpoint import Checkpoint, read_checkpoint, some_keys
 from inference.errors import WeightsError
 from inference.heads import averaged_heads
 from inference.memory import require_fits
-from inference.model_recipe import RecipeDraft
 from inference.network import Located, Network
+from inference.timm_recipe import recipe_from_timm
 from inference.weights import RANDOM_WEIGHTS, RANDOM_WEIGHTS_SEED
 from storage import redact
 
-TIMM_CROP_MODES = ("center", "squash")  # timm's "border" pads: no recipe of ours
-TIMM_INTERPOLATIONS = ("bilinear", "bicubic")
 EMBEDDING = "the pooled feature: the final Linear's input (timm's forward_head(x, pre_logits=True))"
 AVERAGED = "its {count} heads' inputs side by side ({heads}: the class and distillation tokens), whose logits it averages"
 HUB, LOCAL_DIR = "hf-hub:", "local-dir:"  # timm's model-name sources: the Hugging Face Hub, a local folder
@@ -64,30 +60,12 @@ def open_network(name: str, weights: str, s3_endpoint_url: str | None, store: ob
     checkpoint = None if weights == RANDOM_WEIGHTS else read_checkpoint(weights, s3_endpoint_url)
     module = _random(built) if checkpoint is None else _with_weights(built, name, checkpoint, redact(weights))
     recipe = recipe_from_timm(timm.data.resolve_data_config({}, model=module), name)
-    if checkpoint is not None:
+    if checkpoint is not None and checkpoint.recipe is not None:
         recipe = recipe.over(checkpoint.recipe, redact(weights))
     names, names_source = _names(module, checkpoint, weights)
     module, head, embedding = _with_head(module, name)
     return Network(module, head, name, None if checkpoint is None else checkpoint.sha256, recipe, names, names_source,
                    embedding)
-
-
-def recipe_from_timm(data_config: Mapping[str, object], name: str) -> RecipeDraft:
-    """timm's eval transform (``resolve_data_config``'s dict) as a recipe; what it cannot say left to the options."""
-    _, height, width = data_config["input_size"]
-    crop_mode = data_config.get("crop_mode") or "center"
-    interpolation = data_config.get("interpolation") or "bilinear"
-    crop_pct = float(data_config.get("crop_pct") or 0.875)  # timm's DEFAULT_CROP_PCT
-    said = {"resize": math.floor(height / crop_pct), "crop": height, "mean": tuple(data_config["mean"]),
-            "std": tuple(data_config["std"]), "interpolation": interpolation, "crop_mode": crop_mode}
-    why = "its pretrained_cfg asks for {}, which the recipe has no form for"
-    unsaid = {**(dict.fromkeys(("resize", "crop"), why.format(f"a {height}x{width} input (the recipe crops squares)"))
-                 if height != width else {}),
-              **({"crop_mode": why.format(f"crop_mode {crop_mode!r}")} if crop_mode not in TIMM_CROP_MODES else {}),
-              **({"interpolation": why.format(f"interpolation {interpolation!r}")}
-                 if interpolation not in TIMM_INTERPOLATIONS else {})}
-    return RecipeDraft(f"timm's {name} pretrained_cfg (resolve_data_config: crop_pct {crop_pct:g})",
-                       {key: value for key, value in said.items() if key not in unsaid}, unsaid)
 
 
 def _offline(name: str) -> str:

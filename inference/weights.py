@@ -4,11 +4,12 @@ What ``--weights`` can name:
 - ``imagenet``: torchvision's ImageNet weights for the architecture (ResNet50: ``IMAGENET_URL``,
   IMAGENET1K_V2), downloaded and cached as torchvision does (``TORCH_HOME``, hash checked);
 - ``random``: seeded random initialisation, identical in every process, for throughput runs;
+- ``own``: the weights a model's source holds itself (a Hugging Face folder's, an MLflow model's), read by that source;
 - a user's checkpoint, path or ``s3://`` URI (``inference.checkpoint``: layouts, prefixes,
   ``weights_only=True``).
 When the weights cannot be had, ``WeightsError`` says so; there is no fallback.
 
-Both the driver's description (``inference.spec``) and every worker's ``load_model`` come here,
+Both the driver's description (``inference.torchvision_models``) and every worker's ``load_model`` come here,
 so a process reads a file or downloads once however often it asks. Importing this module does
 not import torch: the driver describes ``random`` weights, and names the choices, without it.
 """
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 RANDOM_WEIGHTS = "random"  # --weights random: seeded, the same in every process
 IMAGENET_WEIGHTS = "imagenet"  # --weights imagenet: torchvision's ImageNet weights for the architecture
+OWN_WEIGHTS = "own"  # --weights own: what the source holds itself (an HF folder's model.safetensors, an MLflow model's)
+NAMED_WEIGHTS = (IMAGENET_WEIGHTS, RANDOM_WEIGHTS, OWN_WEIGHTS)  # every other --weights value names a checkpoint file
 # Every process building ``random`` weights gets the same ones, so engines can be compared row by row.
 RANDOM_WEIGHTS_SEED = 0
 # torchvision's ResNet50_Weights.IMAGENET1K_V2 (= DEFAULT); its eval recipe is preprocess.recipe's

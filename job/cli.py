@@ -21,7 +21,7 @@ from inference.errors import WeightsError
 from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
-from inference.sources import OWN_WEIGHTS
+from inference.weights import OWN_WEIGHTS
 from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
 from preprocess.recipe import CROP_MODES, INTERPOLATIONS
 from preprocess.routing import DECODE_MODES

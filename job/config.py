@@ -14,7 +14,7 @@ from inference.archs import ARCHS, DEFAULT_ARCH
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
-from inference.sources import TORCHVISION, parse_model, weights_for_source
+from inference.sources import parse_model, weights_for_source
 from job.errors import JobError
 from job.input.objects import DEFAULT_PER_PART
 from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
@@ -27,7 +27,6 @@ from storage import has_credentials, normalise, redact, within
 EMBEDDINGS_CHOICES = ("off", "with", "only")
 RECIPE_FIELDS = ("resize", "crop", "mean", "std", "interpolation", "crop_mode")
 URI_FIELDS = ("input", "output", "weights", "labels")
-HF_PREFIX = "hf:"  # --model hf:PATH: its path is a URI too
 # --table-format: what a reader finds under --output. parquet: a folder of Parquet parts beside our manifest;
 # delta and iceberg: the same parts, committed once a run as one version of a Delta Lake / Iceberg table.
 TABLE_FORMATS = ("parquet", "delta", "iceberg")
@@ -170,8 +169,6 @@ class JobConfig:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, normalise(value))  # frozen: this is construction, not a change
-        if self.model is not None and self.model.startswith(HF_PREFIX):  # hf:S3://b/vit is hf:s3://b/vit
-            object.__setattr__(self, "model", HF_PREFIX + normalise(self.model[len(HF_PREFIX):]))
 
     def _resolve_model(self) -> None:
         """``model`` from --model or its old name --arch, and ``weights`` from the source's default when not given."""
@@ -183,8 +180,10 @@ class JobConfig:
             weights = weights_for_source(source, self.weights, sample=False)
         except WeightsError as e:
             raise JobError(str(e)) from e
-        object.__setattr__(self, "model", source.given)  # frozen: this is construction, not a change
-        object.__setattr__(self, "arch", source.name if source.kind == TORCHVISION else None)  # as readers of arch knew it
+        # frozen: this is construction, not a change. One spelling of --model (an hf: folder's URI too, as
+        # _normalise_uris spells the others); arch as its readers knew it: a torchvision name, else None.
+        object.__setattr__(self, "model", source.given)
+        object.__setattr__(self, "arch", source.arch)
         object.__setattr__(self, "weights", weights)
 
     def recipe_overrides(self) -> dict[str, object]:

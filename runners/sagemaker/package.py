@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 
 from inference import ModelSpec, load_model
-from inference.sources import OWN_WEIGHTS, TORCHVISION
-from inference.weights import RANDOM_WEIGHTS
+from inference.sources import source_of
+from inference.weights import OWN_WEIGHTS, RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.execution import Execution
 from runners.sagemaker import wheels as serving_wheels
@@ -68,10 +68,9 @@ def archive_weights(model: ModelSpec, path: str, s3_endpoint_url: str | None = N
 
 def archive_folder(model: ModelSpec, tar: tarfile.TarFile, s3_endpoint_url: str | None = None) -> ModelSpec:
     """Add a folder source's files (an HF folder, an MLflow model) under ``handler.MODEL_FOLDER``; returns the spec
-    that reads them there (the weights' digest unchanged: the same bytes). Other sources are returned as they are."""
-    from inference.families import local_folder  # torch and the source's library: only for such a model
-
-    folder = local_folder(model, s3_endpoint_url)
+    that reads them there (the weights' digest unchanged: the same bytes). A source whose model is a name and a weights
+    file (torchvision, timm: its ``folder`` gives None) is returned as it is."""
+    folder = source_of(model.kind).folder(model, s3_endpoint_url)
     if folder is None:
         return model
     for root, _, names in os.walk(folder):
@@ -89,8 +88,7 @@ def build_model_tar(config: JobConfig, execution: Execution, directory: str, whe
     """
     path = os.path.join(directory, "model.tar.gz")
     with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
-        if execution.model.kind != TORCHVISION:
-            execution = dataclasses.replace(execution, model=archive_folder(execution.model, tar, config.s3_endpoint_url))
+        execution = dataclasses.replace(execution, model=archive_folder(execution.model, tar, config.s3_endpoint_url))
         if execution.model.weights not in (RANDOM_WEIGHTS, OWN_WEIGHTS):  # a weights file: torchvision's or timm's
             weights = os.path.join(tmp, handler.WEIGHTS_FILE)
             execution = dataclasses.replace(execution, model=archive_weights(execution.model, weights, config.s3_endpoint_url))

@@ -14,7 +14,7 @@ from inference.errors import WeightsError
 from inference.hf_recipe import draft_from_processor
 from inference.model_recipe import OPTIONS
 from inference.sources import parse_model, weights_for_source
-from inference.timm_models import recipe_from_timm
+from inference.timm_recipe import recipe_from_timm
 from inference.weights import RANDOM_WEIGHTS_SEED
 from job.cli import config_from_args, config_to_argv, get_args_parser
 from job.config import JobConfig

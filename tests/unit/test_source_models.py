@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from inference import ModelSpec, WeightsError, describe_model, load_model
-from inference.families import network_for
+from inference.network import network_for
 from inference.features import FeaturesAndLogits
 from job.config import JobConfig
 from job.errors import JobError

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from inference.sources import OWN_WEIGHTS
-from inference.weights import RANDOM_WEIGHTS
+from inference.weights import OWN_WEIGHTS, RANDOM_WEIGHTS
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Execution
