@@ -1,7 +1,7 @@
 """python -m runners.capacity: how long N images take, and the cluster a deadline needs, from measured rates.
 
     python -m runners.capacity --images 2000 --engine local --calibrate
-    python -m runners.capacity --images 50000000 --deadline 6h --engine ray --instance g5.xlarge --write-deploy ./sized
+    python -m runners.capacity --images 500000000 --deadline 6h --engine ray --instance p5.48xlarge --write-deploy ./sized
 
 The question takes the job's own options (the model, its recipe, --precision, --batch-size: the same flags as the
 night's command), the images (``--images N``, or every row of ``--input``, counted from its footers), an engine and
@@ -43,8 +43,8 @@ examples:
   # this machine, measured now: how long 2,000 of your images take on the local engine
   python -m runners.capacity --images 2000 --engine local --input ./my-images --calibrate
 
-  # the GPUs 50 million images need by 6 hours on Ray, and the Anyscale configs with those counts
-  python -m runners.capacity --images 50000000 --deadline 6h --engine ray --instance g5.xlarge --write-deploy ./sized
+  # the H100s 500 million images need by 6 hours on Ray, and the Anyscale configs with those counts
+  python -m runners.capacity --images 500000000 --deadline 6h --engine ray --instance p5.48xlarge --write-deploy ./sized
 
   # the shipped rates: every figure, its hardware, date and source
   python -m runners.capacity --rates-table
@@ -69,13 +69,14 @@ def get_capacity_args_parser() -> argparse.ArgumentParser:
     hardware_group.add_argument("--gpus", type=positive_int(), metavar="N",
                                 help="without --deadline: the GPUs (or CPU-only machines) to time; not given: one instance's")
     hardware_group.add_argument("--cpu-instance", default=RAY_CPU_NODE, metavar="TYPE", help="Ray's CPU-only decoders' nodes")
-    hardware_group.add_argument("--prices", default=DEFAULT_TABLE, help="the price and instance table")
+    hardware_group.add_argument("--prices", default=DEFAULT_TABLE, metavar="FILE", help="the price and instance table")
     hardware_group.add_argument("--price-per-hour", type=float, metavar="USD",
                                 help="an hour of one --instance (over the table's list price), or without one, of one unit")
     rates = parser.add_argument_group("capacity: the rates")
     rates.add_argument("--calibrate", action="store_true", help="measure this machine now (decode per core, the model on its "
                        "device: about a minute on a CPU), on --input's images or the built-in sample, and keep it")
-    rates.add_argument("--calibrate-seconds", type=float, default=10.0, help="how long to time the model alone")
+    rates.add_argument("--calibrate-seconds", type=float, default=10.0, metavar="SECONDS",
+                       help="how long --calibrate times the model alone, after its warm-up")
     rates.add_argument("--calibration", default=calibration.cache_path(), metavar="FILE",
                        help="where calibrations are kept and found")
     rates.add_argument("--rates", default=shipped.DEFAULT_TABLE, metavar="FILE", help="the shipped rates table")

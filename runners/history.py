@@ -1,6 +1,6 @@
 """python -m runners.history OUTPUT: a table's nights, one line each, and on a chart.
 
-    python -m runners.history s3://my-bucket/preds/ --instance g5.xlarge --plot nights.png
+    python -m runners.history s3://my-bucket/preds-iceberg/ --instance g5.xlarge --plot nights.png
 
 Reads ``OUTPUT/_history/`` (every finished night's manifest, and the records of stopped runs whose parts a later night
 adopted) and prints, oldest first, one line a night: when it started (UTC), the engine, the images it scored by why
@@ -23,15 +23,16 @@ from job.costs.history import Night, read_nights, read_record
 from job.costs.prices import DEFAULT_TABLE, Price, instance
 from job.errors import JobError
 from job.night.rollout import rollout_line
+from runners import missing_extra
 from storage import resolve
 
 EXAMPLES = """\
 examples:
   # every night of a table, priced as g5.xlarge instances, and drawn
-  python -m runners.history s3://my-bucket/preds/ --instance g5.xlarge --plot nights.png
+  python -m runners.history s3://my-bucket/preds-iceberg/ --instance g5.xlarge --plot nights.png
 
   # the newest night logged as an MLflow run (its options, figures and manifest)
-  python -m runners.history s3://my-bucket/preds/ --mlflow-experiment nightly-inference
+  python -m runners.history s3://my-bucket/preds-iceberg/ --mlflow-experiment nightly-inference
 """
 
 
@@ -47,7 +48,7 @@ def get_history_args_parser() -> argparse.ArgumentParser:
     price.add_argument("--instance", metavar="TYPE", help="each night ran on instances of this type (one per --instance's "
                        "GPUs of the night, at least one), priced from --prices")
     price.add_argument("--price-per-hour", type=float, metavar="USD", help="an hour of the whole cluster a night ran on")
-    price.add_argument("--prices", default=DEFAULT_TABLE, help="the price table")
+    price.add_argument("--prices", default=DEFAULT_TABLE, metavar="FILE", help="the price table")
     mlflow = parser.add_argument_group("MLflow (pip install -e '.[mlflow]')")
     mlflow.add_argument("--mlflow-experiment", metavar="NAME", help="log a night as a run of this experiment")
     mlflow.add_argument("--night", metavar="RUN_ID", help="the night to log; not given: the newest finished one")
@@ -68,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     records = [_record(night, price) for night in nights]
     print(json.dumps(records, indent=2, default=str) if args.json else "\n".join(night_line(n, r) for n, r in zip(nights, records)))
     if args.plot:
-        from job.costs.chart import draw_nights  # matplotlib: only when a chart is asked for
+        error = missing_extra("compare")  # matplotlib: only when a chart is asked for
+        if error is not None:
+            raise JobError(f"--plot: {error}")
+        from job.costs.chart import draw_nights
 
         print(f"chart: {draw_nights(nights, args.plot, f'{args.output}: {len(nights)} runs')}", file=sys.stderr)
     if args.mlflow_experiment:
