@@ -27,9 +27,10 @@ from job.costs import calibration, shipped
 from job.costs.answer import Question, answer
 from job.costs.choose import Wanted, rates_for
 from job.costs.deploy_files import REPOSITORY_DEPLOY, write_deploy
-from job.costs.layout import ENGINES, RAY_CPU_NODE, RAY_HEAD, gpus_used
+from job.costs.layout import ENGINES, RAY_CPU_NODE, RAY_HEAD, gpus_used, vcpus_per_gpu
 from job.costs.prices import DEFAULT_TABLE, Instance, Price, instance
-from job.costs.sizing import duration_text, parse_duration, vcpus_to_feed
+from job.costs.rates import UnitRates
+from job.costs.sizing import duration_text, parse_duration
 from job.errors import JobError
 from job.execution import BATCH_SIZE_CPU, BATCH_SIZE_GPU, DEFAULT_CPU_RESIZE, Devices, default_precision, model_for
 from job.output.rows import model_lineage
@@ -156,20 +157,13 @@ def _calibrate(args: argparse.Namespace, config, spec, plan, device: str, precis
     return measured
 
 
-def _question(args: argparse.Namespace, images: int, device: str, gpu_instance: Instance | None, rates, describe: str) -> Question:
-    gpu = device != "cpu"
+def _question(args: argparse.Namespace, images: int, device: str, gpu_instance: Instance | None, rates: UnitRates,
+              describe: str) -> Question:
+    machine = os.cpu_count() or 1
+    here = gpu_instance is None and not args.gpu  # this machine's GPU: its vCPUs feed it
+    vcpus = (vcpus_per_gpu(args.engine, rates, gpu_instance, args.vcpus_per_gpu, machine if here else None)
+             if device != "cpu" else machine)
     ray = args.engine == "ray" and gpu_instance is not None
-    per_unit = gpu_instance.vcpus // gpus_used(args.engine, gpu_instance) if gpu_instance is not None else None
-    if not gpu:
-        vcpus = os.cpu_count() or 1
-    elif args.vcpus_per_gpu is not None:
-        if per_unit is not None and not ray and args.vcpus_per_gpu != per_unit:
-            raise JobError(f"--vcpus-per-gpu {args.vcpus_per_gpu}: {args.engine} decodes on the GPU nodes' own vCPUs "
-                           f"({per_unit} a GPU on {gpu_instance.name}); choose another --instance")
-        vcpus = args.vcpus_per_gpu
-    else:
-        chosen = rates.measured_vcpus or vcpus_to_feed(rates)
-        vcpus = per_unit if per_unit is not None and (not ray or not chosen) else max(chosen or 1, per_unit or 1)
     unit_price = Price(args.price_per_hour, "--price-per-hour") if args.price_per_hour is not None and gpu_instance is None else None
     units = args.gpus or (gpus_used(args.engine, gpu_instance) if gpu_instance is not None else 1)
     return Question(images, args.deadline, args.engine, device, vcpus, units,

@@ -50,11 +50,13 @@ class Question:
 
 @dataclass(frozen=True)
 class Answer:
+    """The cluster that answers a question, its estimate, and the rates it rests on."""
+
     question: Question
-    rates: UnitRates
-    estimate: Estimate
-    layout: Layout | None
-    notes: tuple[str, ...]
+    rates: UnitRates  # each with its source: the lines quote them
+    estimate: Estimate  # on the cluster chosen (with a deadline) or asked about
+    layout: Layout | None  # its instances (None: no instance type named, so no deploy layout)
+    notes: tuple[str, ...]  # what is not measured, or extrapolated, for this answer
 
     @property
     def fits(self) -> bool | None:
@@ -63,11 +65,12 @@ class Answer:
 
     @property
     def dollars(self) -> float | None:
-        if self.layout is not None and self.question.unit_price is None:
+        """The estimated seconds at the instances' list prices, or at --price-per-hour a unit; None: no price."""
+        if self.layout is not None:
             return self.layout.dollars(self.estimate.seconds)
         price = self.question.unit_price
-        count = self.layout.count("GPU workers") if self.layout is not None else self.estimate.cluster.units
-        return None if price is None else round(price.usd_per_hour * count * self.estimate.seconds / 3600, 2)
+        units = self.estimate.cluster.units
+        return None if price is None else round(price.usd_per_hour * units * self.estimate.seconds / 3600, 2)
 
     def to_dict(self) -> dict:
         cluster, est = self.estimate.cluster, self.estimate
@@ -131,10 +134,11 @@ class Answer:
         if self.dollars is None:
             missing = ", ".join(self.layout.unpriced) if self.layout else "this hardware"
             return f"no price for {missing} (pass --price-per-hour USD)"
-        if self.question.unit_price is not None:
-            return f"${self.dollars:,.2f} at {self.question.unit_price.usd_per_hour} USD an hour a unit ({self.question.unit_price.source})"
-        source = next(n.instance.price.source for n in self.layout.nodes)
-        return f"${self.dollars:,.2f} at ${self.layout.usd_per_hour:,.3f} an hour ({source}; the run's seconds, {BOOTING})"
+        if self.layout is None:
+            price = self.question.unit_price
+            return f"${self.dollars:,.2f} at ${price.usd_per_hour:,.3f} an hour a unit ({price.source}; {BOOTING})"
+        source = "; ".join(dict.fromkeys(n.instance.price.source for n in self.layout.nodes))
+        return f"${self.dollars:,.2f} at ${self.layout.usd_per_hour:,.3f} an hour ({source}; {BOOTING})"
 
 
 def answer(question: Question, rates: UnitRates) -> Answer:

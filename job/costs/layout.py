@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass
 
 from job.costs.prices import Instance
-from job.costs.sizing import Cluster
+from job.costs.rates import UnitRates
+from job.costs.sizing import Cluster, vcpus_to_feed
 from job.errors import JobError
 
 ENGINES = ("ray", "spark", "sagemaker", "local")
@@ -68,6 +69,24 @@ class Layout:
 def gpus_used(engine: str, instance: Instance) -> int:
     """GPUs of ``instance`` that ``engine`` runs a model on."""
     return GPUS_USED[engine] or instance.gpus
+
+
+def vcpus_per_gpu(engine: str, rates: UnitRates, instance: Instance | None, asked: int | None,
+                  machine_vcpus: int | None = None) -> int:
+    """The vCPUs feeding each GPU: ``asked`` (--vcpus-per-gpu) where the engine can have them; else an instance's own
+    vCPUs a GPU, to which Ray's CPU-only group adds up to as many as the rates were measured with (else as many as
+    feed the model alone); else, for a GPU kind alone, that many; ``machine_vcpus``: this machine's, for its GPU.
+    Spark, SageMaker and local decode on the GPU node's own vCPUs: another count on an instance is refused."""
+    own = instance.vcpus // gpus_used(engine, instance) if instance is not None else machine_vcpus
+    wanted = rates.measured_vcpus or vcpus_to_feed(rates)  # None: a unit measured whole
+    if asked is not None:
+        if instance is not None and engine != "ray" and asked != own:
+            raise JobError(f"--vcpus-per-gpu {asked}: {engine} decodes on the GPU nodes' own vCPUs ({own} a GPU on "
+                           f"{instance.name}); choose another --instance")
+        return asked
+    if own is None:
+        return wanted or 1
+    return max(own, wanted or 0) if engine == "ray" and instance is not None else own
 
 
 def layout(engine: str, cluster: Cluster, gpu_instance: Instance, cpu_instance: Instance | None = None,

@@ -8,7 +8,7 @@ import pytest
 
 from job.costs import shipped
 from job.costs.answer import Question, answer
-from job.costs.layout import CPU_DECODERS, DRIVER, GPU_WORKERS, HEAD, layout
+from job.costs.layout import CPU_DECODERS, DRIVER, GPU_WORKERS, HEAD, layout, vcpus_per_gpu
 from job.costs.prices import Instance, Price, instance
 from job.costs.rates import Rate, UnitRates
 from job.costs.sizing import (CPU_SIDE, MODEL, Cluster, estimate, parse_duration, unit_rate, units_for_deadline,
@@ -108,6 +108,16 @@ def test_ray_adds_cpu_only_nodes_for_the_decoders_its_gpu_nodes_cannot_hold():
     laid = layout("ray", Cluster(8, 36, True), GPU4, CPU16, HEAD8)  # 288 vCPU: 96 on two GPU nodes, 192 on CPU nodes
     assert (laid.count(GPU_WORKERS), laid.count(CPU_DECODERS), laid.count(HEAD)) == (2, 12, 1)
     assert laid.usd_per_hour == 2 * 4.0 + 12 * 0.5 + 0.25 and laid.dollars(3600) == 14.25
+
+
+def test_the_vcpus_a_gpu_are_its_instances_and_ray_adds_up_to_what_was_measured():
+    assert vcpus_per_gpu("spark", H100, GPU4, None) == 12 and vcpus_per_gpu("ray", H100, GPU4, None) == 16
+    assert vcpus_per_gpu("ray", H100, None, None) == 16  # a GPU kind alone: as the rates were measured
+    assert vcpus_per_gpu("ray", rates(1000.0, 50.0), None, None) == 20  # measured apart: what feeds the model
+    assert vcpus_per_gpu("local", H100, None, None, machine_vcpus=8) == 8  # this machine's GPU: its vCPUs
+    assert vcpus_per_gpu("ray", H100, GPU4, 40) == 40
+    with pytest.raises(JobError, match="spark decodes on the GPU nodes' own vCPUs"):
+        vcpus_per_gpu("spark", H100, GPU4, 40)
 
 
 def test_spark_runs_a_driver_node_and_local_one_machine():
