@@ -150,7 +150,8 @@ def _calibrate(args: argparse.Namespace, config, spec, plan, device: str, precis
     print(f"calibrating this machine: {described}, then {spec.source} alone for {args.calibrate_seconds:g} s", file=sys.stderr)
     measured = calibration.measure(spec, images, described, device_name=None if here == "cpu" else here,
                                    precision=precision, batch_size=batch, cpu_resize=config.cpu_resize or DEFAULT_CPU_RESIZE,
-                                   max_pixels=config.max_pixels, model_seconds=args.calibrate_seconds, started_at=started_at)
+                                   max_pixels=config.max_pixels, model_seconds=args.calibrate_seconds, started_at=started_at,
+                                   s3_endpoint_url=config.s3_endpoint_url)
     path = calibration.record(measured, args.calibration)
     print(f"calibration kept in {path} (a later call on this machine reuses it): {measured.decode_per_core:,.1f} images/s "
           f"a core decoding, {measured.model_per_device:,.2f} images/s the model alone on {measured.device}", file=sys.stderr)

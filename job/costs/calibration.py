@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from inference.spec import ModelSpec
 from job.config import JobConfig
 from job.costs.rates import Rate, UnitRates
-from job.costs.shipped import engine_overhead
+from job.costs.shipped import DEFAULT_TABLE, engine_overhead
 from job.errors import JobError
 from job.input.plan import InputPlan, read_file
 from job.sample.sample import sample_rows
@@ -61,10 +61,11 @@ class Calibration:
         return (self.hardware.get("cpu"), self.hardware.get("cpu_count"), self.device, self.model, self.crop,
                 self.precision, self.cpu_resize)
 
-    def rates(self, engine: str) -> UnitRates:
-        """This calibration as a unit's rates for ``engine``: the CPU side adds the engine's own CPU per image."""
+    def rates(self, engine: str, rates_table: str = DEFAULT_TABLE) -> UnitRates:
+        """This calibration as a unit's rates for ``engine``: the CPU side adds the engine's own CPU per image, as the
+        shipped ``rates_table`` measured it."""
         where = f"a calibration on {self.hardware.get('cpu_count')} x {self.hardware.get('cpu')} ({self.date})"
-        overhead = engine_overhead(engine)
+        overhead = engine_overhead(engine, rates_table)
         per_image = 1 / self.decode_per_core + (overhead[0] if overhead else 0.0)
         added = f" + {overhead[1]}" if overhead else f"; {engine}'s own CPU per image not measured"
         cpu = Rate(1 / per_image, 0.0, f"{where}: {self.decode_per_core:,.0f} images/s a core decoding {self.images}"
@@ -145,7 +146,8 @@ def _first_cells(plan: InputPlan, column: str) -> list[bytes]:
 
 
 def measure(spec: ModelSpec, images: list[bytes], described: str, *, device_name: str | None, precision: str,
-            batch_size: int, cpu_resize: str, max_pixels: int, model_seconds: float, started_at: float) -> Calibration:
+            batch_size: int, cpu_resize: str, max_pixels: int, model_seconds: float, started_at: float,
+            s3_endpoint_url: str | None = None) -> Calibration:
     """Time this machine: the model first (its first batch ends the start-up), then the decode on one core."""
     from inference import Predictor, choose_device, load_model  # torch: only a calibration loads it
     from inference.benchmark import model_only_images_per_sec
@@ -154,7 +156,7 @@ def measure(spec: ModelSpec, images: list[bytes], described: str, *, device_name
     import torch
 
     device = choose_device()
-    loaded = load_model(spec)
+    loaded = load_model(spec, s3_endpoint_url=s3_endpoint_url)
     first = torch.randint(0, 256, (batch_size, spec.recipe.crop, spec.recipe.crop, 3), dtype=torch.uint8)  # (B, H, W, 3)
     Predictor(loaded, device, precision, 1, batch_size=batch_size)(first.to(device))
     startup = time.time() - started_at

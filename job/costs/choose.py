@@ -38,14 +38,14 @@ def rates_for(wanted: Wanted, *, output: Location | None, calibration_file: str,
               calibrated: calibration.Calibration | None = None) -> UnitRates:
     """The unit rates that answer for ``wanted`` (see the module docstring); raises JobError: not measured."""
     if calibrated is not None:
-        return calibrated.rates(wanted.engine)
+        return calibrated.rates(wanted.engine, rates_table)
     nights = _nights(wanted, output) if output is not None else []
     if nights:
         return _from_nights(wanted, nights)
     recorded = calibration.recorded(calibration_file, device=wanted.device, model=wanted.model, crop=wanted.crop,
                                     precision=wanted.precision, hardware=dict(wanted.hardware))
     if recorded is not None:
-        return recorded.rates(wanted.engine)
+        return recorded.rates(wanted.engine, rates_table)
     found = shipped.gpu_rates(wanted.device, wanted.engine, wanted.model, wanted.crop, wanted.precision, rates_table)
     if found is not None:
         return found

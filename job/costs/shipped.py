@@ -57,7 +57,7 @@ def gpu_rates(gpu: str, engine: str, model: str, crop: int, precision: str, path
     model_rate = Rate(alone["images_per_sec"], 0.0, citation(alone), "shipped")
     job = _find(rows, "job", gpu, {**same, "engine": engine})
     if job is None or not job.get("steady_images_per_sec"):
-        return UnitRates(alone["device"], model_rate, _stage_cpu_rate(rows, gpu, engine), 0.0,
+        return UnitRates(alone["device"], model_rate, _stage_cpu_rate(rows, gpu, engine, path), 0.0,
                          f"{engine}'s start-up with {gpu} GPUs: not measured (counted as 0)")
     steady = job["steady_images_per_sec"]
     cpu_rate = Rate(steady / job["vcpus"], 0.0, f"{citation(job)}: {steady:,.0f} images/s steady over {job['vcpus']} vCPU",
@@ -65,14 +65,14 @@ def gpu_rates(gpu: str, engine: str, model: str, crop: int, precision: str, path
     return UnitRates(alone["device"], model_rate, cpu_rate, job["startup_seconds"], citation(job), None, job["vcpus"])
 
 
-def _stage_cpu_rate(rows: list[dict], gpu: str, engine: str) -> Rate:
+def _stage_cpu_rate(rows: list[dict], gpu: str, engine: str, path: str) -> Rate:
     """No whole job of ``engine`` on this GPU: the decode stage per core on that machine's CPU, with the engine's
     own CPU per image where measured; start-up not measured (0, said)."""
     decode = next((r for r in rows if r["what"] == "decode" and _names(gpu, r.get("box"))), None)
     if decode is None:
         raise JobError(f"the rates table has a model figure for {gpu} but no decode figure for its machine's CPU: "
                        "add one (what: decode, box: the GPU kind)")
-    overhead = engine_overhead(engine)
+    overhead = engine_overhead(engine, path)
     seconds = 1 / decode["images_per_sec_per_core"] + (overhead[0] if overhead else 0.0)
     added = f" + {overhead[1]}" if overhead else f"; {engine}'s own CPU per image not measured"
     return Rate(1 / seconds, 0.0, f"{citation(decode)}{added}; {engine}'s whole job with {gpu} GPUs: not measured", "shipped")
