@@ -9,7 +9,8 @@ nights (``history``), a calibration on this machine (``calibration``), or the sh
 - ``history``: ``read_nights``, one typed record per ``_history/*.json``; ``reasons``: the images a night scored, by why.
 - ``shipped`` (+ ``rates.json``): the shipped rates; ``calibration``: measuring this machine, and the record it keeps.
 - ``prices`` (+ ``prices.json``): list prices and instance facts (vCPUs, GPUs) per instance type.
-- ``sizing``: a cluster's time and dollars, and the cluster a deadline needs; ``deploy_files``: the deploy configs
-  written with the counts chosen.
+- ``sizing``: a unit's rate (a GPU and its vCPUs, or a CPU-only machine), N images' time, the units a deadline needs;
+  ``layout``: those units as each engine's instances, and their dollars; ``choose``: which rates answer a question;
+  ``answer``: the question answered, as lines and JSON; ``deploy_files``: the deploy configs with the counts chosen.
 - ``chart``: the nights drawn as a PNG; ``mlflow_run``: a night logged as an MLflow run.
 """

@@ -1,10 +1,10 @@
 """A calibration on this machine: the CPU decode per core and the model per device, measured with the job's own code.
 
-Use it where the shipped rates do not reach (this machine's CPU, a GPU they do not list, another model): ``calibrate``
+Use it where the shipped rates do not reach (this machine's CPU, a GPU they do not list, another model): ``measure``
 times ``preprocess_batch`` on one thread (the CPU workers' code, with the run's recipe and resize path) over the
 user's images or the built-in sample, and the job's ``Predictor`` on a batch already on this machine's device (the
-model-only ceiling ``runners.compare`` reports), warm-up untimed, for a few seconds each. The start-up it records is its
-own: from the command to its first model batch (imports, the model's load, one batch; not an input's planning nor an
+model-only ceiling ``runners.compare`` reports), warm-up untimed, for a few seconds each; each the best of a few tries,
+the least disturbed by other work on the machine. The start-up it records is its own: from the command to its first model batch (imports, the model's load, one batch; not an input's planning nor an
 engine's start). ``record`` keeps it in a JSON file (default: the user's cache), so that a later ``runners.capacity``
 finds it (``recorded``) for the same model on the same hardware, and says so.
 """
@@ -30,6 +30,7 @@ from preprocess.recipe import Recipe
 CACHE_FILE = os.path.join("streaming-batch-inference", "calibrations.json")  # under $XDG_CACHE_HOME, else ~/.cache
 IMAGES = 64  # decodable images timed: a few hundred milliseconds a repeat on one core
 DECODE_REPEATS = 3  # best of: the least disturbed by other work on the machine
+MODEL_BATCHES = 3  # timed at least, one at a time: the best of them
 
 
 @dataclass(frozen=True)
@@ -149,20 +150,39 @@ def measure(spec: ModelSpec, images: list[bytes], described: str, *, device_name
             batch_size: int, cpu_resize: str, max_pixels: int, model_seconds: float, started_at: float,
             s3_endpoint_url: str | None = None) -> Calibration:
     """Time this machine: the model first (its first batch ends the start-up), then the decode on one core."""
-    from inference import Predictor, choose_device, load_model  # torch: only a calibration loads it
-    from inference.benchmark import model_only_images_per_sec
     from job.report import hardware, versions
     from preprocess.benchmark import per_core_rate
-    import torch
 
-    device = choose_device()
-    loaded = load_model(spec, s3_endpoint_url=s3_endpoint_url)
-    first = torch.randint(0, 256, (batch_size, spec.recipe.crop, spec.recipe.crop, 3), dtype=torch.uint8)  # (B, H, W, 3)
-    Predictor(loaded, device, precision, 1, batch_size=batch_size)(first.to(device))
-    startup = time.time() - started_at
-    alone = model_only_images_per_sec(loaded, device, precision, batch_size, seconds=model_seconds)
+    model_rate, used_precision, startup = _model_rate(spec, precision, batch_size, model_seconds, started_at, s3_endpoint_url)
     decode = per_core_rate(lambda batch: preprocess_batch(batch, spec.recipe, max_pixels=max_pixels, cpu_resize=cpu_resize),
                            images, DECODE_REPEATS)
     return Calibration(time.strftime("%Y-%m-%d", time.gmtime()), hardware(), device_name or "cpu", spec.source,
-                       spec.recipe.crop, alone.precision, batch_size, cpu_resize, round(decode, 1),
-                       alone.images_per_sec, round(startup, 2), described, versions())
+                       spec.recipe.crop, used_precision, batch_size, cpu_resize, round(decode, 1), round(model_rate, 2),
+                       round(startup, 2), described, versions())
+
+
+def _model_rate(spec: ModelSpec, precision: str, batch_size: int, seconds: float, started_at: float,
+                s3_endpoint_url: str | None) -> tuple[float, str, float]:
+    """(images/s of the model alone, the precision it ran at, seconds from the command's start to its first batch).
+
+    The job's ``Predictor`` on a batch already on the device (``inference.benchmark``'s ceiling), one batch at a
+    time for at least ``seconds`` and ``MODEL_BATCHES`` batches after one untimed: the best batch's rate, the least
+    disturbed by other work on the machine, as the decode's best of ``DECODE_REPEATS``.
+    """
+    from inference import Predictor, choose_device, load_model  # torch: only a calibration loads it
+    import torch
+
+    device = choose_device()
+    predictor = Predictor(load_model(spec, s3_endpoint_url=s3_endpoint_url), device, precision, 1, batch_size=batch_size)
+    crop = spec.recipe.crop
+    batch = torch.randint(0, 256, (batch_size, crop, crop, 3), dtype=torch.uint8).to(device)  # (B, H, W, 3)
+    predictor(batch)  # returns host arrays: each call is waited for
+    startup = time.time() - started_at
+    predictor(batch)  # warm-up, untimed: allocations, cuDNN's autotuning
+    timed: list[float] = []
+    begun = time.perf_counter()
+    while len(timed) < MODEL_BATCHES or time.perf_counter() - begun < seconds:
+        started = time.perf_counter()
+        predictor(batch)
+        timed.append(time.perf_counter() - started)
+    return batch_size / min(timed), predictor.precision, startup
