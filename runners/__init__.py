@@ -5,6 +5,8 @@
 - ``sagemaker_job`` (+ ``sagemaker/``: options, the archive, serving, AWS, --local): SageMaker Batch Transform.
 - ``local_job``: plain PyTorch DataLoader, the baseline.
 - ``compare/``: runs the engines one after another and checks parity; ``make_dataset``: writes Parquet image datasets.
+- ``capacity``: the time, GPUs and dollars N images take, or need by a deadline; ``history``: a table's nights, one line
+  each and on a chart (both over ``job.costs``).
 Only modules here import ray, pyspark, boto3 or sagemaker.
 
 ``ENGINES`` is the one table of engines, by name: each module exports its ``job.engine.Engine``
@@ -135,3 +137,11 @@ def compare_cli() -> int:
 
 def make_dataset_cli() -> int:
     return _command("runners.make_dataset")
+
+
+def capacity_cli() -> int:
+    return _command("runners.capacity")
+
+
+def history_cli() -> int:
+    return _command("runners.history")

@@ -2,7 +2,7 @@
 
 - ``command``: the command (runs each engine's job, the model alone, parity; writes the report).
 - ``parity``: do several engines' outputs agree row by row.
-- ``prices``: dollars per hour per engine (``prices.json``, shipped with the package).
+- prices: dollars per hour per engine, from ``job.costs.prices`` (``prices.json``, shipped with the package).
 - ``report``: results.json, results.md and chart.png.
 
 Nothing is imported here: ``python -m runners.compare`` imports this package before

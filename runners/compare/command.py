@@ -56,7 +56,7 @@ from job.stages import image_cells
 from preprocess import benchmark, preprocess_batch
 from runners.compare import report as compare_report
 from runners.compare.parity import Parity, check_parity, read_outcomes
-from runners.compare.prices import DEFAULT_TABLE, engine_prices
+from job.costs.prices import DEFAULT_TABLE, engine_prices
 from storage import resolve
 
 STAGES = ("jobs", "preprocess", "all")
@@ -86,7 +86,7 @@ def get_compare_args_parser() -> argparse.ArgumentParser:
     group.add_argument("--stage", choices=STAGES, default="jobs", help="jobs: run the engines (default); preprocess: time CPU preprocessing per core; all: both")
     group.add_argument("--price-per-hour", help="ENGINE=USD,... e.g. ray=1.006,spark=1.006: adds $ per million images")
     group.add_argument("--instance", help="instance type priced from --prices for every engine, e.g. g5.xlarge")
-    group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: the prices.json shipped in runners/compare/)")
+    group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: the prices.json shipped in job/costs/)")
     group.add_argument("--model-only-seconds", type=float, default=10.0, help="how long to time the model alone (default: 10)")
     group.add_argument("--append-results", help="also append results.json as one line to this JSONL file, e.g. benchmarks/results/compare.jsonl")
     group.add_argument("--engine-args", action="append", default=[], metavar='ENGINE="ARGS"',

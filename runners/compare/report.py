@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from job.night.manifest import Manifest
-from runners.compare.prices import Price, dollars_per_million_images
+from job.costs.prices import Price, dollars_per_million_images
 
 RESULTS_JSON, RESULTS_MD, CHART_PNG = "results.json", "results.md", "chart.png"
 

@@ -23,7 +23,7 @@ HEX_WORD = re.compile(r"\b[0-9a-f]{7,40}\b")
 ISSUE = re.compile(r"\b(?:issues?|PR) #?\d+", re.IGNORECASE)
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
 COMMANDS = ("runners.ray_job", "runners.spark_job", "runners.sagemaker_job", "runners.local_job", "runners.compare",
-            "runners.make_dataset")
+            "runners.make_dataset", "runners.capacity", "runners.history")
 
 
 def _page_id(page: Path) -> str:

@@ -58,6 +58,8 @@ CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --row
 BENCH4 = "python -m runners.make_dataset --output /tmp/spark-bench4 --images 128 --rows-per-file 32"
 SM_BENCH = "python -m runners.make_dataset --output /tmp/sm-bench --images 128"
 FAULTS = {"--images 64": "--images 16"}
+ICEBERG_NIGHT = ("python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ "
+                 "--incremental --table-format iceberg")
 PUT_PHOTOS = ("python -c \"import boto3; from tests.common.images import encoded, photo; s3 = boto3.client('s3'); "
               "[s3.put_object(Bucket='my-bucket', Key=f'photos/2026/11/25/cat-{i:04d}.jpg', Body=encoded(photo(seed=i))) "
               "for i in range(3)]\"")
@@ -127,8 +129,14 @@ RUNS: dict[str, Run] = {
         before=PUT_PHOTOS, expect="ray: 3 images (3 predicted, 0 errors)", slow=True),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
     "--table-format delta": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
-    "python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ --incremental "
-    "--table-format iceberg": Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
+    ICEBERG_NIGHT: Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
+    # docs/capacity.md: a cluster sized from the shipped rates (offline, under a second); the nights of README's Iceberg table.
+    "python -m runners.capacity --images 500000000 --deadline 6h --engine ray --instance p5.48xlarge --write-deploy "
+    "./sized": Run(expect="shipped rates: ResNet50 eager bf16 batch 256 alone on one H100"),
+    "python -m runners.history s3://my-bucket/preds-iceberg/ --instance g5.xlarge --plot nights.png": Run(
+        needs=(ICEBERG_NIGHT,), expect="(new 12)", slow=True),
+    "python -m runners.history s3://my-bucket/preds-iceberg/ --mlflow-experiment nightly-inference": Run(
+        needs=(ICEBERG_NIGHT,), env={"MLFLOW_TRACKING_URI": "sqlite:///mlflow.db"}, expect="logged as run", slow=True),
     # BENCHMARKS.md
     "python -m benchmarks.rollout_bench --files 10000 --rollout-files 100": Run(
         small={"--files 10000 --rollout-files 100": "--files 40 --rollout-files 4 --root /tmp/rollout_bench"},
@@ -206,6 +214,8 @@ RUNS: dict[str, Run] = {
 
 SKIPS: dict[str, Skip] = {
     "python -m benchmarks.preprocess_bench": NAMED_IN_PROSE,  # the fast path's section names it; its run is in RUNS
+    "python -m runners.capacity": NAMED_IN_PROSE,  # docs/capacity.md's first lines name the two commands
+    "python -m runners.history OUTPUT": NAMED_IN_PROSE,
     SAMPLE_RAY: Skip("README's first command ends in it and runs it (TRY_IT)"),
     "python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r tests/deploy/requirements-checkov.txt": Skip(
         "scripts/setup.sh makes .venv-checkov for CI"),

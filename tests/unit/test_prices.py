@@ -7,7 +7,7 @@ import json
 import pytest
 
 from job.errors import JobError
-from runners.compare.prices import DEFAULT_TABLE, Price, dollars_per_million_images, engine_prices
+from job.costs.prices import DEFAULT_TABLE, Price, dollars_per_million_images, engine_prices
 
 ENGINES = ["ray", "spark", "sagemaker", "local"]
 

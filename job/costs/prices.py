@@ -1,10 +1,10 @@
-"""Dollars per hour for each engine, to turn images/sec into dollars per million images.
+"""Dollars per hour, and what an instance type holds: to turn images/sec into dollars, and a count into a cluster.
 
-Use ``--price-per-hour ray=1.2,spark=0.9`` (per engine), or ``--instance g5.xlarge`` to look
-the instance up in ``prices.json`` beside this module (list prices with their date and source).
-Explicit prices win over the table. SageMaker bills ``ml.<instance>`` at its own, higher
-rate, so with ``--instance`` it is priced only when the table lists ``ml.<instance>``. An
-engine without a price gets no dollars per million images rather than a guess.
+``runners.compare`` prices each engine: ``--price-per-hour ray=1.2,spark=0.9`` (per engine), or ``--instance
+g5.xlarge`` looked up in ``prices.json`` beside this module (list prices with their date and source). Explicit prices
+win over the table. SageMaker bills ``ml.<instance>`` at its own, higher rate, so with ``--instance`` it is priced only
+when the table lists ``ml.<instance>``. An engine without a price gets no dollars per million images rather than a
+guess. ``runners.capacity`` asks ``instance`` for an instance type's vCPUs, GPUs and price (None: "no price").
 """
 
 from __future__ import annotations
@@ -23,6 +23,36 @@ SECONDS_PER_HOUR = 3600
 class Price:
     usd_per_hour: float
     source: str  # "--price-per-hour", or the instance type and the table's label
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance type as the table lists it: what it holds and what it costs."""
+
+    name: str  # e.g. g5.xlarge
+    vcpus: int  # vCPUs of one instance
+    gpus: int  # GPUs of one instance (0: CPU only)
+    gpu: str | None  # the GPU's kind as the figures name it (H100, A10G...); None: CPU only
+    price: Price | None  # None: the table lists no price for it ("no price", never a guess)
+
+    def __post_init__(self) -> None:
+        if self.vcpus < 1 or self.gpus < 0 or (self.gpus > 0) != (self.gpu is not None):
+            raise JobError(f"instance {self.name}: expected vcpus >= 1 and a GPU kind exactly when gpus > 0, "
+                           f"got vcpus={self.vcpus}, gpus={self.gpus}, gpu={self.gpu!r}: fix the price table")
+
+
+def instance(name: str, table_path: str = DEFAULT_TABLE, billed_as: str | None = None) -> Instance:
+    """The instance type ``name`` from the table; ``billed_as``: the name its price is listed under (SageMaker's
+    ``ml.<name>``). Raises JobError naming the types the table knows."""
+    table = _load_table(table_path)
+    facts = table.get("instances", {})
+    if name not in facts:
+        raise JobError(f"--instance {name}: not in {table_path} (it lists {', '.join(sorted(facts))}); "
+                       "pass --gpu KIND and --vcpus-per-gpu N instead, or add it to a copy of the table (--prices FILE)")
+    listed = table["usd_per_hour"].get(billed_as or name)
+    price = Price(listed, f"{billed_as or name}, {table['label']}") if listed is not None else None
+    entry = facts[name]
+    return Instance(name, int(entry["vcpus"]), int(entry["gpus"]), entry.get("gpu"), price)
 
 
 def engine_prices(engines: list[str], option: str | None, instance: str | None, table_path: str = DEFAULT_TABLE) -> dict[str, Price]:
@@ -77,5 +107,5 @@ def _load_table(path: str) -> dict:
     except (OSError, ValueError) as e:
         raise JobError(f"cannot read the price table {path} ({e}); pass --prices FILE or --price-per-hour ENGINE=USD") from e
     if not isinstance(table, dict) or not isinstance(table.get("usd_per_hour"), dict) or "label" not in table:
-        raise JobError(f"{path}: expected {{\"label\": ..., \"usd_per_hour\": {{INSTANCE: USD}}}} as in runners/compare/prices.json")
+        raise JobError(f"{path}: expected {{\"label\": ..., \"usd_per_hour\": {{INSTANCE: USD}}}} as in job/costs/prices.json")
     return table
