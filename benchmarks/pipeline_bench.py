@@ -37,6 +37,7 @@ from job.output.rows import prediction_table
 from job.stages import Batch, PixelBatch
 from job.timeline import with_model_time
 from runners import make_dataset, ray_job
+from job.several.stages import rows_blob
 from runners.ray.blocks import batch_of
 from runners.ray.cluster import RaySession, plan_scaling
 from runners.ray.placement import start_registry
@@ -57,8 +58,10 @@ class HoldingClassify:
         batch = batch_of(block, self.crop)
         started = time.perf_counter()
         time.sleep(self.hold_seconds * len(batch.ids) / MODEL_BATCH)
-        # Stamped as job.stages.Classify stamps its rows: the timeline's events are these calls.
-        return with_model_time(placeholder_rows(batch, self.execution, self.random), time.perf_counter() - started)
+        # Stamped as job.stages.Classify stamps its rows: the timeline's events are these calls; handed to the driver
+        # as RayClassify hands them (job.several.rows_blob: one model's rows here).
+        rows = with_model_time(placeholder_rows(batch, self.execution, self.random), time.perf_counter() - started)
+        return rows_blob([(0, rows)])
 
 
 def placeholder_rows(batch: Batch, execution: Execution, random: np.random.Generator) -> pa.Table:
@@ -87,11 +90,11 @@ def metered_run(job: Job, session: RaySession, args: argparse.Namespace, cpu: di
     registry = start_registry(job.run_id)  # the actors report where they run, as in the job
     driver_cpu = time.process_time()
     dataset = ray_job.build_dataset(job, scaling, classify=HoldingClassify)
-    collector, busy = ray_job.collect_parts(dataset, job)
+    collectors = ray_job.collect_parts(dataset, job)
     # The driver's own process: Ray's streaming executor, iter_batches, the part collector, the commits.
     cpu.update({**cpu_seconds_by_operator(dataset.stats()), "driver": time.process_time() - driver_cpu})
     ray.kill(registry)
-    return EngineRun({"scaling": scaling.to_dict()}, collector.progress, busy, 1)
+    return collectors.report({"scaling": scaling.to_dict()})
 
 
 def part_kib_per_1000_rows(output: Path, manifest: dict) -> float:

@@ -18,9 +18,11 @@ from inference.archs import ARCHS
 from inference.compile import COMPILE_CHOICES
 from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
-from job.config import EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
+from job.config import DRY_RUNS, EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
+from job.config import parse_duration
 from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
 from job.input.objects import DEFAULT_PER_PART
+from job.several.entries import ENTRY_FIELDS, SHARED_DEFAULTS, entry_configs, read_entries
 from inference.weights import OWN_WEIGHTS
 from preprocess import CPU_RESIZES, DEFAULT_MAX_PIXELS
 from preprocess.recipe import CROP_MODES, INTERPOLATIONS
@@ -146,13 +148,28 @@ def _add_reruns(group: argparse._ArgumentGroup) -> None:
                        help="--incremental with a new model (or other options) than the table's: score new and changed "
                             "files with it and re-score N of the other files a night, oldest first, until the table is "
                             "the new model's (one commit a night; the rows' model column says which made them)")
+    group.add_argument("--rollout-time", type=duration, metavar="DURATION",
+                       help="--incremental with a new model: re-score as many of the other files, oldest first, as fit in "
+                            "DURATION (3h, 90m, 1h30m) at the rate this table's nights measured, after the night's new and "
+                            "changed files and its start-up (with --rollout-files too: the fewer)")
     group.add_argument("--resume", action="store_true",
-                       help="finish an interrupted job on --output: keep its committed parts, run only the other input "
-                            "files (a finished job: nothing to do)")
+                       help="finish an interrupted job on --output: keep its committed parts, run what the stopped night "
+                            "had left (a finished job with nothing left: nothing to do)")
+    group.add_argument("--dry-run", nargs="?", const="text", choices=DRY_RUNS,
+                       help="print tonight's plan (each input file's fate by action and model, the refusals the night "
+                            "would meet, its estimated time and where the rate came from) and stop: no lease, nothing "
+                            "written, no engine started; json: one JSON object on stdout")
+    group.add_argument("--price-per-hour", type=float, metavar="USD",
+                       help="what an hour of the machines the night runs on costs: --dry-run says the night's cost")
     group.add_argument("--overwrite", action="store_true", help="replace what --output holds: a finished job, or an interrupted one")
 
 
 def _add_model(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--models", type=uri_argument, metavar="FILE",
+                       help="several models in one run, each into its own table: a TOML file of [[models]] entries, each "
+                            "with the model's and its table's options by their Python names (model, weights, labels, "
+                            "embeddings, topk, output, table_format, the recipe options, rollout_files...); each image is "
+                            "read and decoded once for them all. The other options here hold for every model")
     group.add_argument("--model", metavar="SOURCE",
                        help="a torchvision classifier (resnet50, convnext_tiny, efficientnet_b0...: --arch's names); "
                             "timm:NAME (weights from --weights); hf:PATH, a Hugging Face folder (local or s3://) written by "
@@ -257,15 +274,43 @@ def _rgb(text: str) -> tuple[float, float, float]:
     return red, green, blue
 
 
+def duration(text: str) -> float:
+    """``3h``, ``90m``, ``1h30m``, ``45s`` or ``3600`` (seconds) -> seconds (``job.durations``); argparse's one line
+    otherwise."""
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
 def config_from_args(args: argparse.Namespace) -> JobConfig:
-    """The ``JobConfig`` for parsed shared options (engine options stay in the namespace)."""
+    """The ``JobConfig`` for parsed shared options (engine options stay in the namespace); with ``--models``, the first
+    entry's (``configs_from_args`` has them all)."""
+    return configs_from_args(args)[0]
+
+
+def configs_from_args(args: argparse.Namespace) -> tuple[JobConfig, ...]:
+    """One ``JobConfig`` per model the command runs: the options as given, or, with ``--models FILE``, each entry's
+    own (``job.several.entries``) over the options the command line gives every model."""
     fields = {f.name for f in dataclasses.fields(JobConfig)}
     values = {name: value for name, value in vars(args).items() if name in fields}
-    if values.get("weights") is None and values.get("input") is None:
-        # The built-in sample must run offline, so it defaults to random weights (and says so); a real job
-        # defaults to the model's own (JobConfig: ImageNet for a torchvision name) and stops if they cannot be had.
-        values["weights"] = "random"
-    return JobConfig(**values)
+    if values.get("models") is None:
+        if values.get("weights") is None and values.get("input") is None:
+            # The built-in sample must run offline, so it defaults to random weights (and says so); a real job
+            # defaults to the model's own (JobConfig: ImageNet for a torchvision name) and stops if they cannot be had.
+            values["weights"] = "random"
+        return (JobConfig(**values),)
+    path = values["models"]
+    defaults = {f.name: f.default for f in dataclasses.fields(JobConfig)}
+    given = sorted(name for name in ENTRY_FIELDS - SHARED_DEFAULTS if values.get(name) not in (None, defaults.get(name)))
+    if given:
+        raise JobError(f"--{given[0].replace('_', '-')} with --models {path}: each model's own options, and its output, "
+                       f"go in its [[models]] entry of the file ({given[0]} = ...), not on the command line")
+    if values.get("decode") not in (None, "cpu"):
+        raise JobError(f"--decode {values['decode']} with --models {path}: a device decodes for one model's recipe; "
+                       "several models take their pixels from the CPU workers' one decode an image: --decode cpu")
+    shared = {name: value for name, value in values.items() if name not in ENTRY_FIELDS - SHARED_DEFAULTS}
+    return entry_configs(path, shared, read_entries(path, values.get("s3_endpoint_url")))
 
 
 def config_to_argv(config: JobConfig) -> list[str]:

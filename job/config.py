@@ -26,9 +26,10 @@ from storage import has_credentials, normalise, redact, within
 # embedding column instead of them (the prediction columns are left out of the table).
 EMBEDDINGS_CHOICES = ("off", "with", "only")
 RECIPE_FIELDS = ("resize", "crop", "mean", "std", "interpolation", "crop_mode")
-URI_FIELDS = ("input", "output", "weights", "labels")
+URI_FIELDS = ("input", "output", "weights", "labels", "models")
 # --table-format: what a reader finds under --output. parquet: a folder of Parquet parts beside our manifest;
 # delta and iceberg: the same parts, committed once a run as one version of a Delta Lake / Iceberg table.
+DRY_RUNS = ("text", "json")  # --dry-run: a plan for a person, or one JSON object on stdout
 TABLE_FORMATS = ("parquet", "delta", "iceberg")
 # --iceberg-catalog: what names an Iceberg table's current version. embedded: the prefix's own metadata/ folder (no
 # server); glue: AWS Glue's Data Catalog (Athena, EMR, Spark and Snowflake find the table there by its name).
@@ -78,6 +79,14 @@ class JobConfig:
     # changed file with these, and re-score at most this many of the others a night, oldest first (job.night.rollout);
     # None: such a night is refused, naming this option and --overwrite.
     rollout_files: int | None = None
+    # --incremental with a new model: re-score as many of the others, oldest first, as fit in this many seconds at the
+    # rate this table's nights measured (start-up and the night's new files included; job.night.window); None: no window.
+    rollout_time: float | None = None
+    # text | json: print the night's plan (each input file's fate, by action and model; the refusals the night would
+    # meet; its estimated time and cost) and stop, before the lease, any write or any engine (job.night.dry_run).
+    dry_run: str | None = None
+    # What an hour of the machines a night runs on costs, in USD: --dry-run's estimated cost; None: no price known.
+    price_per_hour: float | None = None
     decode: str | None = None  # cpu: CPU workers decode; gpu: JPEGs on the predictor's device; auto: both; None: cpu
     compile: str | None = None  # on | off | auto (by the job's size, inference.compile); None: off
     # fast: libjpeg-turbo + OpenCV, 1.4-1.7x the images per CPU core on photo-like JPEGs, within mean 1 level of the
@@ -87,6 +96,9 @@ class JobConfig:
     # --model: a torchvision name, timm:NAME, hf:PATH, models:/NAME/VERSION, models:/NAME@ALIAS or runs:/RUN/PATH
     # (inference.sources); None: --arch, else resnet50.
     model: str | None = None
+    # --models FILE: several models in one run, each with its own table (job.several.entries); None: the one model above.
+    # An entry's own config has none: it is one of the run's models.
+    models: str | None = None
     arch: str | None = None  # --model's old name, torchvision names only (inference.archs.ARCHS); kept for old commands
     labels: str | None = None  # class names, one per line or a JSON list (path or s3://); None: the checkpoint's, else ImageNet's for imagenet
     # The eval recipe, any subset; None: the checkpoint's, else the model's own (its torchvision weights', timm's
@@ -139,6 +151,13 @@ class JobConfig:
                  f"--rollout-files must be a positive number of files a night, got {self.rollout_files}")
         _require(self.rollout_files is None or self.incremental or self.resume, "--rollout-files rolls a new model out "
                  "night by night over a table --incremental keeps; add --incremental (or --resume, to finish a stopped night)")
+        _require(self.rollout_time is None or self.rollout_time > 0,
+                 f"--rollout-time must be a positive duration, got {self.rollout_time} s")
+        _require(self.rollout_time is None or self.incremental or self.resume, "--rollout-time rolls a new model out "
+                 "night by night over a table --incremental keeps; add --incremental (or --resume, to finish a stopped night)")
+        _require(self.dry_run in (None, *DRY_RUNS), f"--dry-run must be one of {', '.join(DRY_RUNS)}, got {self.dry_run!r}")
+        _require(self.price_per_hour is None or self.price_per_hour > 0,
+                 f"--price-per-hour must be a positive number of USD, got {self.price_per_hour}")
         _require(self.incremental or not self.keep_removed, "--keep-removed keeps the parts of removed input files in an "
                  "--incremental run; add --incremental")
         _require(self.embeddings in EMBEDDINGS_CHOICES,
@@ -154,7 +173,7 @@ class JobConfig:
         self._check_iceberg_catalog()
         self._check_recipe()
         for option, url in (("--input", self.input), ("--output", self.output), ("--weights", self.weights),
-                            ("--model", self.model),
+                            ("--model", self.model), ("--models", self.models),
                             ("--labels", self.labels), ("--s3-endpoint-url", self.s3_endpoint_url)):
             # The manifest records the config: a password in a URL would be written next to the data.
             _require(not has_credentials(url), f"{option} {redact(url or '')}: credentials in a URL are refused; "
@@ -237,3 +256,27 @@ def _require_apart(input_uri: str, output_uri: str) -> None:
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise JobError(message)
+
+
+# Durations as people write them (--rollout-time, a --models entry's rollout_time, runners.capacity --deadline).
+DURATION_UNITS = {"h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(text: str | float | int) -> float:
+    """``3h``, ``90m``, ``1h30m``, ``45s``, ``3600`` or a number -> seconds above 0; ValueError naming the forms."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        total = float(text)
+    else:
+        total, number = 0.0, ""
+        try:
+            for char in str(text).strip().lower():
+                if char in DURATION_UNITS:
+                    total, number = total + float(number) * DURATION_UNITS[char], ""
+                else:
+                    number += char
+            total += float(number) if number else 0.0
+        except ValueError as e:
+            raise ValueError(f"expected a duration such as 3h, 90m, 1h30m or 3600s, got {text!r}") from e
+    if not total > 0:
+        raise ValueError(f"expected a duration above 0, such as 3h, got {text!r}")
+    return total

@@ -7,7 +7,7 @@ with nothing new, a stopped night whose parts were all written) starts no engine
 
 - ``job.prepare.prepare_job`` does everything that can fail before any work, and finds what the
   output holds (``job.night.held``).
-- ``decide_job`` then fixes how the run computes, once, from the config, the described model,
+- ``decide_job`` (``job.steps``, the steps every run takes) then fixes how the run computes, once, from the config, the described model,
   the engine's capabilities and the devices the started engine reports (``job.execution``: the
   ``Execution`` carries the model to every worker), and what the night does with the output, once,
   from the options that shape the rows (``job.night.planning.plan_night``: keep, adopt, score, re-score,
@@ -23,31 +23,27 @@ crashed process's lease stops being renewed and expires.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from inference.errors import WeightsError
-from job import failpoints, prepare, progress
-from job.cli import RESUME_HINT, config_from_args, run_main
+from job import prepare
+from job.cli import RESUME_HINT, configs_from_args, run_main
 from job.config import JobConfig
-from job.errors import JobError, SetupError, StoppedError
-from job.engine import Engine, EngineRun, EngineSession, Job
-from job.execution import Devices, Execution, decide, model_for, require_capable
-from job.night.begin import begin_night
+from job.engine import Engine, Job
+from job.costs.forecast import forecast_night
+from job.execution import Devices, model_for, require_capable, this_machine
+from job.night import formats
+from job.night.begin import check_night
+from job.night.dry_run import print_report as print_dry_run, report as dry_run_report
 from job.night.finish import Ran, finish_job
 from job.night.plan import NightPlan
-from job.night.planning import plan_night
-from job.night.manifest import MANIFEST
-from job.night.summary import decisions_line, print_summary
-from job.night import formats
-from job.output.parts import STAGING, Parts, output_options
-from job.output.rows import output_schema
-from job.prepare import PreparedJob
+from job.night.summary import print_summary
+from job.several.run import run_several
+from job.steps import (begin, decide_job, execute, on_the_tables_devices, require_table_allows, stopped_part_way,
+                       without_engine)
 from job.timeline import COMMAND_STARTED_AT
-from storage import StorageError
 
 
 def commands(engine: Engine) -> tuple[Callable[..., dict], Callable[[], int]]:
@@ -62,12 +58,15 @@ def main(engine: Engine, argv: Sequence[str] | None = None, *, started_at: float
     a call from a notebook or a test).
     """
     args = engine.args_parser().parse_args(argv)
-    config = config_from_args(args)
-    require_capable(config.decode, engine.capabilities, engine.name)  # before any planning
-    formats.require_installed(config.table_format, config.iceberg_catalog)
-    if engine.check is not None:
-        engine.check(args, config)
-    return run_job(engine, config, args, started_at)
+    configs = configs_from_args(args)
+    for config in configs:
+        require_capable(config.decode, engine.capabilities, engine.name)  # before any planning
+        formats.require_installed(config.table_format, config.iceberg_catalog)
+        if engine.check is not None:
+            engine.check(args, config)
+    if args.models is None:
+        return run_job(engine, configs[0], args, started_at)
+    return run_several(engine, configs, args, time.time() if started_at is None else started_at)
 
 
 def cli(engine: Engine) -> int:
@@ -87,6 +86,8 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
     when anything fails (the engine's start included).
     """
     started_at = time.time() if started_at is None else started_at
+    if config.dry_run:
+        return dry_run(engine, config)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prepare") as pool:
         # The model (weights read, names, recipe) is described while the input is listed and planned.
         describing = pool.submit(model_for, config)
@@ -102,7 +103,7 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
                 job, night = decide_job(prepared, engine, session.devices(), guess[1] if guess else None)
                 begin(prepared, job, night)
                 with stopped_part_way():
-                    run, seconds = _execute(engine, job, session, args)
+                    run, seconds = execute(engine, job, session, args)
             with stopped_part_way():
                 manifest = finish_job(night, job, Ran(engine, run, seconds, started_at), prepared.held, prepared.lease)
     print_summary(manifest)
@@ -112,108 +113,29 @@ def run_job(engine: Engine, config: JobConfig, args: argparse.Namespace, started
     return manifest.to_dict()
 
 
+def dry_run(engine: Engine, config: JobConfig) -> dict:
+    """``--dry-run``: tonight's plan, its refusals and its estimate, printed (``job.night.dry_run``); the output is read,
+    never written, no lease is taken, no engine is started. The plan is made for the devices the table's last night
+    ran on, else this machine's: the engine is not started to ask its own."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prepare") as pool:
+        describing = pool.submit(model_for, config)
+        prepared = prepare.prepare_job(config, describing.result)
+    with prepared.holding:
+        recorded = prepared.held.finished.execution if prepared.continues else None
+        devices = Devices(recorded.get("device", "cpu"), recorded.get("device_name")) if recorded else this_machine()
+        origin = "as the table's last night ran" if recorded else "this machine's; the engine was not started"
+        where = f"{devices.kind}{' ' + devices.name if devices.name else ''} ({origin})"
+        job, night = decide_job(prepared, engine, devices)
+        require_table_allows(prepared, job, night)
+        check_night(night, prepared.held, config, job.parts.table_schema)
+        estimate = forecast_night(night, job, engine.name, devices, config.price_per_hour)
+        record = dry_run_report(night, estimate, where, engine.name)
+    print_dry_run(record, as_json=config.dry_run == "json")
+    return record
+
+
 def _on_the_tables_devices(preparing: Future, engine: Engine) -> tuple[Job, NightPlan] | None:
-    """The job and night decided for the devices the table's last run had (None: no finished table to continue)."""
-    prepared = preparing.result()
-    if not prepared.continues:
-        return None
-    recorded = prepared.held.finished.execution
-    return decide_job(prepared, engine, Devices(recorded.get("device", "cpu"), recorded.get("device_name")))
-
-
-def _execute(engine: Engine, job: Job, session: EngineSession, args: argparse.Namespace) -> tuple[EngineRun, float]:
-    """The engine's run of the pending files, timed, with the progress display open (``job.progress``)."""
-    if not job.pending.files:
-        return EngineRun(settings={}), 0.0
-    began = time.perf_counter()
-    with progress.showing(engine.name, job.pending.rows):
-        run = engine.execute(job, session, args)
-    return run, time.perf_counter() - began
-
-
-def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices,
-               planned: NightPlan | None = None) -> tuple[Job, NightPlan]:
-    """The run's ``Execution`` and the night's plan, each decided once for ``devices``: the plan from the options the
-    execution gives the rows (``planned``, made for other devices, is the plan when those options are the same)."""
-    config, plan = prepared.config, prepared.plan
-    # The rows' options do not weigh the images (only --compile auto does): decided for the night's rows once known.
-    shaping = decide(config, engine.capabilities, devices, images=0, model=prepared.model, engine=engine.name)
-    options = output_options(config, plan, shaping)
-    night = planned if planned is not None and planned.options == options else plan_night(
-        config, plan, prepared.held, options, prepared.run_id)
-    execution = decide(config, engine.capabilities, devices, images=night.pending.rows, model=prepared.model,
-                       engine=engine.name)
-    parts = Parts(prepared.output, prepared.output.join(STAGING, prepared.run_id), plan.location.path, options,
-                  output_schema(execution), prepared.run_id, names=night.names,
-                  in_table=config.table_format != "parquet")
-    return Job(config, execution, night.pending, parts, prepared.run_id), night
-
-
-def begin(prepared: PreparedJob, job: Job, night: NightPlan) -> None:
-    """Before any work: the table must be ours and allow the night (its rules, its writer features); then what the plan
-    asks of the output (``begin_night``), and what runs, in two lines."""
-    config = prepared.config
-    at = formats.TableAt.of(prepared.output, config)
-    if not config.overwrite:  # an --overwrite's one new version may change the columns, and recreates a lost log
-        previous = night.snapshot.state if night.snapshot is not None else None
-        formats.require_table(at, config.table_format, previous, job.parts.table_schema)
-    formats.require_writable(at, config.table_format, bool(night.leaving) or night.overwrite, night.leaving, night.known)
-    begin_night(night, prepared.held, config, job.parts.table_schema)
-    if night.done:
-        files = len(night.previous.table.files) if night.previous.table is not None else len(night.previous.files)
-        print(f"--resume: {prepared.output.uri} already holds every input file as listed now, as run "
-              f"{night.previous.run_id} left it ({MANIFEST}, {files} {night.input.unit}); nothing is left to do",
-              file=sys.stderr)
-    else:
-        _say_what_runs(config, night, job.execution)
-    failpoints.reached("planned")
-
-
-def without_engine(prepared: PreparedJob, job: Job, night: NightPlan, engine: Engine, started_at: float) -> dict:
-    """A continued table with no file to run (or --resume on a whole one): no engine. What the night changes is
-    committed; else nothing is written. The plan was made for the devices the table's last run had."""
-    begin(prepared, job, night)
-    if night.done:
-        return night.previous.to_dict()
-    if night.changes_table or night.to_write.files:
-        with stopped_part_way():
-            manifest = finish_job(night, job, Ran(engine, EngineRun(settings={}), 0.0, started_at), prepared.held,
-                                  prepared.lease)
-        print_summary(manifest)
-        return manifest.to_dict()
-    print(f"--incremental: nothing new in {prepared.config.input} since run {night.previous.run_id} "
-          f"({len(prepared.plan.files)} files unchanged); the table stays as it is", file=sys.stderr)
-    return night.previous.to_dict()
-
-
-def _say_what_runs(config: JobConfig, night: NightPlan, execution: Execution) -> None:
-    plan = night.input
-    print(f"input: {config.input} ({plan.rows} images in {len(plan.files)} {plan.unit}), weights: {config.weights} "
-          f"({_model_line(execution)}); {execution.device}, decode {execution.decode}, batch {execution.batch_size}, "
-          f"{execution.precision}{', compiled' if execution.compile else ''}", file=sys.stderr)
-    if config.resume or config.incremental:
-        print(f"{'--incremental' if config.incremental else '--resume'}: {decisions_line(night)}", file=sys.stderr)
-
-
-def _model_line(execution: Execution) -> str:
-    """``resnet50, 10 classes named by checkpoint x.pt, embeddings float16``: the model and what the rows hold."""
-    model = execution.model
-    names = f"named by {model.names_source}" if model.names_source else "no class names"
-    classes = f"{model.num_classes} classes {names}" if not model.embedder else "an embedder"
-    outputs = "" if execution.embeddings is None else f", embeddings {execution.embeddings} ({model.embedding_dim})"
-    return f"{model.source}, {classes}{outputs}{'' if execution.predictions else ' only'}"
-
-
-@contextmanager
-def stopped_part_way() -> Iterator[None]:
-    """A refusal met once the engine works on the images (the store, another writer's commit or VACUUM) as a
-    ``StoppedError``: exit 4, not the 2 of a run refused before any work."""
-    try:
-        yield
-    except SetupError:
-        raise
-    except (JobError, StorageError, WeightsError) as e:
-        raise StoppedError(str(e)) from e
+    return on_the_tables_devices(preparing.result(), engine)
 
 
 @contextmanager

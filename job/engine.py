@@ -32,14 +32,36 @@ from job.output.parts import Parts
 
 
 @dataclass(frozen=True)
+class ModelRun:
+    """One model of a run and its table: how it computes, where its parts go, which of the run's files it scores."""
+
+    execution: Execution  # its model, recipe, outputs, batch size (the decode, device and precision: the run's)
+    parts: Parts  # names and commits the part of each input file, under its table's prefix
+    files: frozenset[int] | None = None  # indices into the run's ``pending.files`` it scores; None: every one
+
+
+@dataclass(frozen=True)
 class Job:
     """What an engine runs: decided before it starts work; it reads this, never rewrites it."""
 
     config: JobConfig  # as given (with the sample's input and output filled in)
-    execution: Execution  # how it computes: decode, batch size, precision, compile, recipe
-    pending: InputPlan  # the planned input files without a committed part: what the engine runs
-    parts: Parts  # names and commits the part of each input file
+    execution: Execution  # how it computes: decode, batch size, precision, compile, recipe (several models: the first's)
+    pending: InputPlan  # the planned input files without a committed part: what the engine runs (several: the union)
+    parts: Parts  # names and commits the part of each input file (several models: the first's)
     run_id: str
+    # --models: every model of the run, each with its table (the first is ``execution`` and ``parts``); each image is
+    # read and decoded once, and goes to the models that score its file (job.several). (): one model, the above.
+    models: tuple[ModelRun, ...] = ()
+
+    @property
+    def runs(self) -> tuple[ModelRun, ...]:
+        """Every model of the run, one or several: what the stages and the part collectors are made for."""
+        return self.models or (ModelRun(self.execution, self.parts),)
+
+    @property
+    def read_rows(self) -> int:
+        """Rows a preprocessed batch holds: the model batch (several models: the largest, each model taking its own)."""
+        return max(run.execution.batch_size for run in self.runs)
 
 
 @dataclass
@@ -50,6 +72,11 @@ class EngineRun:
     progress: list[tuple[float, int]] = field(default_factory=list)  # (wall time, rows done) as rows arrived
     device_seconds: float = 0.0  # time inside the model call, all predictors together
     predictors: int = 1  # model replicas that ran at once (GPU actors, Spark tasks...)
+    # Several models (job.several): each model's own (progress, device seconds), in the run's order; the run's decodes
+    # (an image decoded once for every model whose recipe could share it) and their seconds, summed over the workers.
+    models: list[tuple[list[tuple[float, int]], float]] = field(default_factory=list)
+    decodes: int | None = None
+    decode_seconds: float | None = None
 
 
 class EngineSession(AbstractContextManager, Protocol):

@@ -51,7 +51,7 @@ class PreparedJob:
     model: ModelSpec  # the model, described once (job.execution.model_for)
     output: Location
     run_id: str
-    lease: OutputLease  # this run's lease on the output prefix, renewed until ``holding`` is closed
+    lease: OutputLease | None  # this run's lease on the output prefix, renewed until ``holding`` is closed (a dry run: none)
     holding: ExitStack  # closing it stops renewing the lease and releases it (``run_job`` does, at the end)
     held: Held  # what the output prefix holds: its parts, the finished manifest and the table's snapshot
 
@@ -61,29 +61,34 @@ class PreparedJob:
         return (self.config.resume or self.config.incremental) and self.held.finished is not None
 
 
-def prepare_job(config: JobConfig, described: Callable[[], ModelSpec]) -> PreparedJob:
+def prepare_job(config: JobConfig, described: Callable[[], ModelSpec], listing: Listing | None = None) -> PreparedJob:
     """Validate everything the job needs and find what the output holds; raise JobError/StorageError/WeightsError otherwise.
 
     ``described``: the model's description (``job.execution.model_for``), which the driver runs
     beside this listing; asked for before the output is touched, so a refusal of the model (which
     wins over the input's) leaves the output as it was. The returned job holds the output's lease
     (renewed in a thread): close ``job.holding`` to release it. If preparing fails after taking the
-    lease, the lease is released here.
+    lease, the lease is released here. A dry run (``config.dry_run``) takes no lease and writes nothing. ``listing``: the
+    input's, listed already (several models' tables over one input list it once).
     """
     config = _with_defaults(config)
     try:
         source, output = resolve(config.input, config.s3_endpoint_url), resolve(config.output, config.s3_endpoint_url)
-        listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched
+        if listing is None:  # several models' tables share one listing of their input (job.several.run)
+            listing = list_data_files(source)  # a missing or empty input stops here, before the output is touched
     finally:
         model = described()  # raises the model's refusal, if any, in place of the listing's
     require_bucket(output, "--output")
     refuse_inside_another(output)  # and one holding another table: job.night.held, from its listing
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
-    # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.
-    lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id),
-                                take_over_expired=config.resume or config.overwrite or config.incremental)
+    lease = None
+    if not config.dry_run:  # a dry run reads the output and leaves it as it is: no lease, no run in another's way
+        # --overwrite, --resume and --incremental answer a run that died; each may take its expired lease.
+        lease = OutputLease.acquire(output, LeaseOwner.this_process(run_id),
+                                    take_over_expired=config.resume or config.overwrite or config.incremental)
     with ExitStack() as holding:
-        holding.enter_context(lease.held())
+        if lease is not None:
+            holding.enter_context(lease.held())
         shared, at = config.table_format != "parquet", TableAt.of(output, config)
         held = read_held(output, config.resume or config.incremental or _overwrites_table(config), shared=shared,
                          overwrite=config.overwrite, log=(lambda: table_files(at, config.table_format)) if shared else None)

@@ -38,6 +38,8 @@ from job.input.plan import SHAPE_COLUMNS, InputPlan, read_planned
 from job.output.rows import TIMED_OUT, error_table, output_schema, prediction_table
 from job.timeline import with_model_time
 from preprocess import preprocess_batch
+from preprocess.batch import preprocess_many
+from preprocess.recipe import Recipe
 from preprocess.split_decode import RoutedBatch, preprocess_routed
 from preprocess.routing import DecodeRouter, DeviceFeedback
 
@@ -58,6 +60,11 @@ class PixelBatch:
     errors: list[str | None]  # (N,) None: classified; else why not (the row's output error)
     files: np.ndarray | None = None  # (N,) int32: each row's input file (index in the plan); None: no parts (SageMaker)
     rows: np.ndarray | None = None  # (N,) int64: each row's position in its file
+    # Several models (job.several): which of the run's recipes made these pixels, and, on one batch of the rows
+    # (the first recipe's), the decodes they took and their seconds: the run's timeline counts them once.
+    group: int = 0
+    decodes: int = 0
+    decode_seconds: float = 0.0
 
 
 @dataclass
@@ -76,16 +83,20 @@ Batch = PixelBatch | SplitBatch
 class Preprocess:
     """Decode, resize and crop the image column on this CPU, or route JPEGs to the device."""
 
-    def __init__(self, config: JobConfig, execution: Execution, feedback: FeedbackSource | None = None) -> None:
+    def __init__(self, config: JobConfig, execution: Execution, feedback: FeedbackSource | None = None,
+                 recipes: Sequence[Recipe] | None = None) -> None:
         self.config = config
         self.recipe = execution.recipe
+        # Several models (job.several): their distinct recipes, each image decoded once for all it can share.
+        self.recipes = tuple(recipes) if recipes else (execution.recipe,)
         self.cpu_resize = execution.cpu_resize
         self.router = DecodeRouter(execution.decode)
         # --decode auto on an engine that adapts: the device's word on how hungry it is, asked per batch.
         self.feedback = feedback if execution.auto_adapts else None
 
-    def read(self, plan: InputPlan, index: int, batch_rows: int) -> Iterator[Batch]:
-        """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position.
+    def read(self, plan: InputPlan, index: int, batch_rows: int, groups: Sequence[int] | None = None) -> Iterator[Batch]:
+        """The plan's ``index``-th input file, ``batch_rows`` rows per batch, each row with its position; ``groups``:
+        several models' recipes this file's rows are made in (None: the one recipe), a batch each.
 
         A ``DataError`` reading it (a damaged page, a null id) ends the file with one ``FAILED``
         row carrying the error, which the part collector raises (``job.output.parts``).
@@ -93,10 +104,31 @@ class Preprocess:
         try:
             for start, ids, records in read_planned(plan, index, batch_rows):
                 files, rows = positions(index, start, len(ids))
-                yield self(ids, records, files, rows)
+                if groups is None:
+                    yield self(ids, records, files, rows)
+                else:
+                    yield from self.several(ids, records, files, rows, groups)
                 self.listen()
         except DataError as e:
             yield PixelBatch([""], np.empty((0, self.recipe.crop, self.recipe.crop, 3), np.uint8), [str(e)], *failure_positions())
+
+    def several(self, ids: list[str], records: pa.RecordBatch | pa.Table, files: np.ndarray | None,
+                rows: np.ndarray | None, groups: Sequence[int]) -> list[PixelBatch]:
+        """The rows in each of several recipes (``groups``: indices into ``recipes``) from one decode each where they can
+        share it (``preprocess.batch.preprocess_many``): a batch a recipe, the decodes counted on the first."""
+        raw = self._raw(records)
+        cells = image_cells(records.column(self.config.image_column), raw=raw is not None)
+        began = time.perf_counter()
+        made = preprocess_many(cells, [self.recipes[g] for g in groups], raw_shapes=raw, max_pixels=self.config.max_pixels,
+                               cpu_resize=self.cpu_resize)
+        seconds = time.perf_counter() - began
+        errors = read_errors(records, made.batches[0].errors)
+        out = []
+        for number, (group, done) in enumerate(zip(groups, made.batches)):
+            pixels = done.pixels if done.ok.all() else done.pixels[done.ok]
+            out.append(PixelBatch(ids, pixels, errors, files, rows, group, made.decodes if number == 0 else 0,
+                                  seconds if number == 0 else 0.0))
+        return out
 
     def listen(self) -> None:
         """Between batches: the device's latest word (``--decode auto``) moves the router's split."""

@@ -35,6 +35,9 @@ import pyarrow.compute as pc
 
 DEVICE_SECONDS = "device_seconds"  # float64 column on output rows: the model call's time / its rows
 MODEL_DONE_AT = "model_done_at"  # float64 column on output rows: when their model call returned (time.time())
+# Several models (job.several): on one model's rows of a batch, the decodes the batch took and their seconds (on its
+# first row; zeros on the others), so the run counts each image's decode once, whatever the models.
+DECODES, DECODE_SECONDS = "decodes", "decode_seconds"
 STEADY_FROM, STEADY_TO = 0.10, 0.90
 # Events inside the 10%-90% window a steady rate needs. P predictors finish batches out of phase,
 # so the window's ends are each uncertain by about one batch per predictor: 4 batches each keep
@@ -52,6 +55,11 @@ class Timeline:
     device_busy_fraction: float | None  # time inside the model call / (the engine's time x predictors), at most 1
     wall_seconds: float  # process start -> the manifest: everything the command took
     events: int | None = None  # progress events the figures come from (model batches, shards); None: not recorded
+    # Several models in one run (job.several): the run's decodes (each image once for every model whose recipe could
+    # share it) and the CPU seconds they took, summed over the workers; this table's model's seconds in its calls.
+    images_decoded: int | None = None
+    decode_seconds: float | None = None
+    model_seconds: float | None = None
 
 
 def with_model_time(table: pa.Table, seconds: float) -> pa.Table:
@@ -59,6 +67,23 @@ def with_model_time(table: pa.Table, seconds: float) -> pa.Table:
     spread = np.full(table.num_rows, seconds / max(table.num_rows, 1))
     table = table.append_column(DEVICE_SECONDS, pa.array(spread, pa.float64()))
     return table.append_column(MODEL_DONE_AT, pa.array(np.full(table.num_rows, time.time()), pa.float64()))
+
+
+def with_decode_time(table: pa.Table, decodes: int, seconds: float) -> pa.Table:
+    """``table`` with the decodes of its batch and their seconds on its first row (``DECODES``, ``DECODE_SECONDS``)."""
+    first = np.zeros(table.num_rows)
+    counts, spent = first.copy(), first.copy()
+    if table.num_rows:
+        counts[0], spent[0] = decodes, seconds
+    table = table.append_column(DECODES, pa.array(counts, pa.float64()))
+    return table.append_column(DECODE_SECONDS, pa.array(spent, pa.float64()))
+
+
+def decode_of(table: pa.Table) -> tuple[int, float]:
+    """The decodes and decode seconds ``table``'s rows carry (0, 0.0: none)."""
+    if DECODES not in table.column_names:
+        return 0, 0.0
+    return int(pc.sum(table.column(DECODES)).as_py() or 0), pc.sum(table.column(DECODE_SECONDS)).as_py() or 0.0
 
 
 def progress_events(table: pa.Table) -> list[tuple[float, int]]:

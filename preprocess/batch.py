@@ -11,6 +11,13 @@ Two ways to resize, one per job (``--cpu-resize``), both for every recipe:
 - ``exact``: Pillow decodes, resizes and crops every image: the reference transform's own pixels.
 Either way, every error row is worded by the Pillow path: the fast decode declines whatever it is not sure of,
 and Pillow then decodes it or words its refusal (routing, not a fallback on error).
+
+Several models' pixels (``--models``) come from one read and the fewest decodes (``preprocess_many``): an image is
+decoded once for every recipe whose decode would be the same, the DCT scale libjpeg-turbo (and Pillow's ``draft``)
+picks for it being the only thing a recipe changes in a decode. Recipes of one short side share a decode always; of
+several, when a JPEG's DCT scale comes out the same for them (most photos: a scale is a power of two), else the image
+is decoded once per scale. So each model's pixels are exactly those a run of that model alone makes. A row that does
+not decode is an error row for every model, with the error its first recipe's decode gave.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, pixels_from_raw, raw_array
+from preprocess.decode import DEFAULT_MAX_PIXELS, ImageError, decode_image, inspect_image, pixels_from_raw, raw_array
 from preprocess.recipe import IMAGENET_RECIPE, Recipe
 from preprocess.transform import resize_center_crop
 
@@ -66,37 +73,85 @@ def preprocess_batch(
     ``raw_shapes``: one (H, W, C) per cell when cells hold raw uint8 pixels rather than encoded bytes.
     ``cpu_resize``: ``fast`` (OpenCV, within the recipe's stated tolerance) or ``exact`` (Pillow's pixels).
     """
+    return preprocess_many(cells, [recipe], raw_shapes=raw_shapes, max_pixels=max_pixels, cpu_resize=cpu_resize).batches[0]
+
+
+@dataclass
+class ManyBatches:
+    """Each recipe's pixels of one batch of cells, one error per row for them all, and the decodes it took."""
+
+    batches: list[PreprocessedBatch]  # one per recipe, in the recipes' order (their errors are the same list)
+    decodes: int  # decode calls made: the images, or more where two recipes' DCT scales differed
+
+
+def preprocess_many(cells: Sequence[ImageCell], recipes: Sequence[Recipe], *, raw_shapes: Sequence[RawShape] | None = None,
+                    max_pixels: int = DEFAULT_MAX_PIXELS, cpu_resize: CpuResize = "fast") -> ManyBatches:
+    """Decode (or wrap raw pixels) each cell as few times as its recipes allow, then resize and crop it per recipe."""
     if cpu_resize not in CPU_RESIZES:
         raise ValueError(f"cpu_resize must be one of {', '.join(CPU_RESIZES)}, got {cpu_resize!r}")
-    pixels = np.zeros((len(cells), recipe.crop, recipe.crop, 3), dtype=np.uint8)
+    pixels = [np.zeros((len(cells), recipe.crop, recipe.crop, 3), dtype=np.uint8) for recipe in recipes]
     errors: list[str | None] = []
+    decodes = 0
     for i, cell in enumerate(cells):
         try:
-            pixels[i] = _preprocess_one(cell, recipe, raw_shapes[i] if raw_shapes else None, max_pixels, cpu_resize)
+            images, made = _decoded(cell, recipes, raw_shapes[i] if raw_shapes else None, max_pixels, cpu_resize)
+            decodes += made
+            for k, (recipe, image) in enumerate(zip(recipes, images)):
+                pixels[k][i] = _resized(image, recipe, cpu_resize)
             errors.append(None)
         except ImageError as e:
             errors.append(str(e))
-    return PreprocessedBatch(pixels=pixels, errors=errors)
+    return ManyBatches([PreprocessedBatch(p, errors) for p in pixels], decodes)
 
 
-def _preprocess_one(
-    cell: ImageCell, recipe: Recipe, raw_shape: RawShape | None, max_pixels: int, cpu_resize: CpuResize
-) -> np.ndarray:
-    from preprocess.resample import resize_center_crop_pixels  # OpenCV: only where the fast path runs
-
+def _decoded(cell: ImageCell, recipes: Sequence[Recipe], raw_shape: RawShape | None, max_pixels: int,
+             cpu_resize: CpuResize) -> tuple[list[object], int]:
+    """Each recipe's decoded image (one object shared by the recipes whose decode is the same), and decodes made."""
     if cell is None:
         raise ImageError("missing image: the image cell is null")
     if raw_shape is not None:
         if None in raw_shape:
             raise ImageError(f"raw pixels: incomplete shape {raw_shape}")
-        if cpu_resize == "exact":
-            return resize_center_crop(pixels_from_raw(cell, raw_shape), recipe)
-        return resize_center_crop_pixels(raw_array(cell, raw_shape), recipe)
+        image = pixels_from_raw(cell, raw_shape) if cpu_resize == "exact" else raw_array(cell, raw_shape)
+        return [image] * len(recipes), 0
     data = bytes(cell)
+    keys = _decode_keys(data, recipes, max_pixels)
+    made: dict[object, object] = {}
+    for key, recipe in zip(keys, recipes):
+        if key not in made:
+            made[key] = _decode(data, recipe.resize, max_pixels, cpu_resize)
+    return [made[key] for key in keys], len(made)
+
+
+def _decode_keys(data: bytes, recipes: Sequence[Recipe], max_pixels: int) -> list[object]:
+    """For each recipe, what its decode depends on: recipes of equal keys share one decode."""
+    sizes = [recipe.resize for recipe in recipes]
+    if len(set(sizes)) == 1:
+        return sizes  # one short side: one decode, whatever the image (no header read for it)
+    from preprocess.fast_jpeg import dct_reduction  # the scale a JPEG is decoded at: the one thing a recipe changes
+
+    header = inspect_image(data, max_pixels=max_pixels)
+    if header.format != "JPEG":
+        return [0] * len(recipes)  # no DCT scaling: decoded the same for every recipe
+    width, height = header.size
+    return [dct_reduction(width, height, size) for size in sizes]
+
+
+def _decode(data: bytes, min_size: int, max_pixels: int, cpu_resize: CpuResize) -> object:
+    """The image as ``preprocess.batch`` decodes it for a recipe of short side ``min_size``."""
     if cpu_resize == "exact":
-        return resize_center_crop(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels), recipe)
-    from preprocess.fast_jpeg import decode_whole_jpeg  # simplejpeg: imported where the fast path runs, never before
-    decoded = decode_whole_jpeg(data, min_size=recipe.resize, max_pixels=max_pixels)
+        return decode_image(data, min_size=min_size, max_pixels=max_pixels)
+    from preprocess.fast_jpeg import decode_whole_jpeg  # simplejpeg: where the fast path runs, never before
+
+    decoded = decode_whole_jpeg(data, min_size=min_size, max_pixels=max_pixels)
     if decoded is None:  # not a whole JPEG libjpeg-turbo takes strictly: Pillow decodes it, or words its error row
-        decoded = np.asarray(decode_image(data, min_size=recipe.resize, max_pixels=max_pixels))
-    return resize_center_crop_pixels(decoded, recipe)
+        decoded = np.asarray(decode_image(data, min_size=min_size, max_pixels=max_pixels))
+    return decoded
+
+
+def _resized(image: object, recipe: Recipe, cpu_resize: CpuResize) -> np.ndarray:
+    if cpu_resize == "exact":
+        return resize_center_crop(image, recipe)
+    from preprocess.resample import resize_center_crop_pixels  # OpenCV: only where the fast path runs
+
+    return resize_center_crop_pixels(image, recipe)

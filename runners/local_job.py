@@ -31,13 +31,12 @@ from job.cli import positive_int
 from job.config import JobConfig
 from job.driver import commands
 from job.errors import JobError
-from job.engine import Engine, EngineRun, Job
+from job.engine import Engine, EngineRun, Job, ModelRun
 from job.execution import Capabilities, Devices, Execution, this_machine
 from job.feedback import IdleMeter, SharedFeedback
-from job.output.parts import PartCollector
+from job.several.stages import ClassifyMany, PartCollectors, groups_of, recipe_groups
 from job.input.plan import InputPlan
-from job.stages import Batch, Classify, PixelBatch, Preprocess
-from job.timeline import device_seconds_of
+from job.stages import Batch, PixelBatch, Preprocess
 
 # Batches each worker keeps ready (DataLoader's default): enough to hide a slow file open.
 PREFETCH_BATCHES = 2
@@ -59,9 +58,10 @@ class PlannedFiles(IterableDataset):
     """
 
     def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, feedback: SharedFeedback | None,
-                 plan_file: str | None = None) -> None:
+                 plan_file: str | None = None, runs: tuple[ModelRun, ...] = ()) -> None:
         self.plan, self.config, self.execution, self.feedback = plan, config, execution, feedback
         self.plan_file = plan_file  # where workers read the plan (``__getstate__``); None: it travels with the dataset
+        self.runs = runs  # several models (job.several): each file made in the recipes of the models that score it
 
     def __getstate__(self) -> dict:
         # A spawned worker gets this object through a pipe its parent writes before the worker reads it. A worker
@@ -76,9 +76,13 @@ class PlannedFiles(IterableDataset):
                 self.plan = pickle.load(f)
         worker = get_worker_info()
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
-        preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None)
+        recipes, groups = recipe_groups(self.runs) if len(self.runs) > 1 else ((), ())
+        preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None,
+                                recipes)
+        rows = max((run.execution.batch_size for run in self.runs), default=self.execution.batch_size)
         for index in shard:
-            for batch in preprocess.read(self.plan, index, self.execution.batch_size):
+            several = groups_of(self.runs, groups, index) if groups else None
+            for batch in preprocess.read(self.plan, index, rows, several):
                 if isinstance(batch, PixelBatch):  # (K, crop, crop, 3) uint8, handed over as a shared tensor
                     yield dataclasses.replace(batch, pixels=None), torch.from_numpy(batch.pixels)
                 else:
@@ -125,7 +129,7 @@ def _run(job: Job, args: argparse.Namespace, workers: int, plan_file: str | None
     # --decode auto: the workers' routers read the model's word from shared memory.
     feedback = SharedFeedback(context) if job.execution.auto_adapts else None
     loader = DataLoader(
-        PlannedFiles(job.pending, job.config, job.execution, feedback, plan_file),
+        PlannedFiles(job.pending, job.config, job.execution, feedback, plan_file, job.runs),
         batch_size=None,  # the dataset yields whole batches
         num_workers=workers,
         pin_memory=job.execution.device == "cuda",
@@ -136,23 +140,23 @@ def _run(job: Job, args: argparse.Namespace, workers: int, plan_file: str | None
     # process's model build overlaps instead of preceding.
     batches = _started(loader)
     try:
-        classify = Classify(job.config, job.execution)
+        classify = ClassifyMany.of(job.config, job.runs)  # every model of the run, each loaded once
         meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
-        collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
+        collectors = PartCollectors(job.runs, job.pending.files)
         for batch, pixels in batches:
             if pixels is not None:
                 batch = dataclasses.replace(batch, pixels=pixels.numpy())  # pinned memory stays pinned
             with meter:
-                table = classify(batch)
-            device_seconds += device_seconds_of(table)
-            collector.add(table)
+                rows = classify(batch)
+            collectors.add(rows)
     finally:
         # However the loop ends (a Ctrl-C, a failure), its workers stop and their queues and shared memory are
         # released now, in order, not at the interpreter's exit, where the resource tracker would warn of them.
         del batches, loader, feedback
-    collector.check_complete()
-    settings = {"workers": workers, "start_method": args.start_method, "device": str(classify.predictor.device)}
-    return EngineRun(settings={"local": settings}, progress=collector.progress, device_seconds=device_seconds)
+    collectors.check_complete()
+    settings = {"workers": workers, "start_method": args.start_method,
+                "device": str(classify.classifiers[0].predictor.device)}
+    return collectors.report({"local": settings})
 
 
 def workers_for(pending: InputPlan, asked: int | None) -> int:

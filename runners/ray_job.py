@@ -37,8 +37,8 @@ import ray  # noqa: E402
 from job.cli import non_negative_seconds, positive_int
 from job.engine import Engine, EngineRun, Job
 from job.execution import Capabilities
-from job.output.parts import FILE, PartCollector
-from job.timeline import device_seconds_of
+from job.output.parts import FILE
+from job.several.stages import PartCollectors, rows_of_blob
 from runners.ray.accelerators import CUDA, Accelerator
 from runners.ray.cluster import DEFAULT_GPU_WAIT_S, RaySession, Scaling, plan_scaling
 from runners.ray.feedback import start_board
@@ -56,49 +56,49 @@ def build_dataset(job: Job, scaling: Scaling, classify: type = RayClassify,
     The classification stage is the API's (``runners.ray.api.classify``): one pipeline, two ways in.
     """
     files = [{FILE: index} for index in range(len(job.pending.files))]
-    kwargs = {"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id}
+    several = job.models if len(job.models) > 1 else ()  # several models (job.several): every one in each actor
+    kwargs = {"plan": job.pending, "config": job.config, "execution": job.execution, "run_id": job.run_id,
+              **({"runs": several} if several else {})}
     # batch_size=1: one input file per call; the actor streams it in PREPROCESS_BATCH_ROWS blocks.
     decoded = preprocess_stage(ray.data.from_items(files, override_num_blocks=len(files)), preprocess, scaling, 1, kwargs)
-    return classify_stage(decoded, job.config, job.execution, scaling, job.run_id, classify)
+    return classify_stage(decoded, job.config, job.execution, scaling, job.run_id, classify, several)
 
 
-def collect_parts(dataset: ray.data.Dataset, job: Job) -> tuple[PartCollector, float]:
-    """Consume the predictions on the driver, committing each input file's part once it is whole.
-
-    Returns the collector (its progress is the run's timeline) and the model's device seconds.
-    """
-    collector, device_seconds = PartCollector(job.parts, job.pending.files), 0.0
+def collect_parts(dataset: ray.data.Dataset, job: Job) -> PartCollectors:
+    """Consume the predictions on the driver, committing each input file's part (each model's, in its own table) once
+    it is whole. Returns the collectors: their progress is each table's timeline, their model seconds and decodes the
+    run's."""
+    collectors = PartCollectors(job.runs, job.pending.files)
     # batch_size=None: blocks as they come, no re-batching; rows of a file arrive in any order.
     batches = iter(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
     # closing: a run the collector stops (a DataError) shuts Ray Data's executor down now, not
     # whenever the traceback holding the iterator is freed (meanwhile it runs on and logs).
     with closing(batches):
         for batch in batches:
-            device_seconds += device_seconds_of(batch)
-            collector.add(batch)
-    collector.check_complete()
-    return collector, device_seconds
+            collectors.add(rows_of_blob(batch))
+    collectors.check_complete()
+    return collectors
 
 
 def run_on_ray(job: Job, session: RaySession, args: argparse.Namespace, classify: type = RayClassify,
                preprocess: type = RayPreprocess) -> EngineRun:
     """Run the pipeline on the pending files (each stage's actor: ours, or a test's stand-in); job.driver does the rest."""
-    scaling = plan_scaling(job.execution.batch_size, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
-                           session.accelerator, crop=job.execution.recipe.crop, max_pixels=job.config.max_pixels)
+    crop = max(run.execution.recipe.crop for run in job.runs)  # several models: the largest pixels a row carries
+    scaling = plan_scaling(job.read_rows, args.num_gpu_actors, args.num_cpu_actors, len(job.pending.files),
+                           session.accelerator, crop=crop, max_pixels=job.config.max_pixels)
     helpers = [start_registry(job.run_id), *([start_board(job.run_id)] if job.execution.auto_adapts else [])]
     nodes = alive_nodes()
     try:
         with session.running():
-            collector, device_seconds = session.unwrap_errors(
+            collectors = session.unwrap_errors(
                 lambda: collect_parts(build_dataset(job, scaling, classify, preprocess), job), scaling)
         placement, chosen = placement_summary(helpers[0], session.accelerator.resource)
     finally:
         for actor in helpers:
             ray.kill(actor)
     settings = {"scaling": scaling.to_dict(), "placement": placement, "predictors": chosen.get("classify", {}),
-                "recovery": recovery(nodes, placement, collector.repeated)}
-    return EngineRun(settings=settings, progress=collector.progress, device_seconds=device_seconds,
-                     predictors=scaling.classify_actors)
+                "recovery": recovery(nodes, placement, collectors.repeated)}
+    return collectors.report(settings, predictors=scaling.classify_actors)
 
 
 def start_session(args: argparse.Namespace, accelerator: Accelerator = CUDA) -> RaySession:

@@ -160,6 +160,9 @@ class SageMakerSession:
 
 def check_args(args: argparse.Namespace, config: JobConfig) -> None:
     options = options_from_args(args)  # a bad option stops the job before any planning
+    if args.models is not None:
+        raise JobError("--models with runners.sagemaker_job: a Batch Transform job here serves one model's archive; run "
+                       "one sagemaker_job per entry, or the entries together on runners.ray_job, spark_job or local_job")
     source = parse_model(config.model).source
     if source.extra is not None and not options.local and options.image_uri is None:
         # The archive carries the wheels the official image lacks for our code (wheels.SERVING_PACKAGES), not a

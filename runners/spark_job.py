@@ -42,7 +42,8 @@ from job.engine import Engine, EngineRun, Job
 from job.errors import DataError, JobError
 from job.execution import Capabilities
 from job.output.parts import FILE, ROW
-from job.timeline import DEVICE_SECONDS
+from job.several.stages import MODEL
+from job.timeline import DECODE_SECONDS, DECODES, DEVICE_SECONDS
 from runners.spark.prefetch import DEFAULT_PREFETCH
 from runners.spark.session import DEFAULT_MASTER, SparkSessionFor
 from runners.spark.udfs import (
@@ -127,8 +128,15 @@ def run(session: SparkSessionFor, job: Job, args: argparse.Namespace) -> EngineR
         raise DataError(failed[0])
     settings = {"master": spark.sparkContext.master, "udf": args.udf, "prefetch": args.prefetch, "partitions": partitions,
                 "parts": sum(r.parts for r in stats), "retried_partitions": sorted({r.partition for r in stats if r.attempt > 0})}
-    return EngineRun(settings={"spark": settings}, progress=[(r.done_at, r.rows) for r in stats],
-                     device_seconds=sum(r[DEVICE_SECONDS] for r in stats), predictors=_concurrent_tasks(spark, partitions))
+    predictors = _concurrent_tasks(spark, partitions)
+    if len(job.runs) == 1:
+        return EngineRun(settings={"spark": settings}, progress=[(r.done_at, r.rows) for r in stats],
+                         device_seconds=sum(r[DEVICE_SECONDS] for r in stats), predictors=predictors)
+    models = [([(r.done_at, r.rows) for r in stats if r[MODEL] == m], sum(r[DEVICE_SECONDS] for r in stats if r[MODEL] == m))
+              for m in range(len(job.runs))]  # several models (job.several): each table its own figures
+    return EngineRun(settings={"spark": settings}, progress=models[0][0], device_seconds=sum(s for _, s in models),
+                     predictors=predictors, models=models, decodes=int(sum(r[DECODES] for r in stats)),
+                     decode_seconds=round(sum(r[DECODE_SECONDS] for r in stats), 3))
 
 
 @contextmanager
@@ -172,6 +180,8 @@ def storage_error_of(error: PythonException) -> StorageError | None:
 def check_args(args: argparse.Namespace, config: JobConfig) -> None:
     if args.udf == "series" and config.decode not in (None, "cpu"):
         raise JobError(f"--udf series reproduces the reference benchmark's CPU decode; --decode {config.decode} needs --udf iterator")
+    if args.udf == "series" and args.models is not None:
+        raise JobError("--udf series reproduces the reference benchmark's one model a UDF; --models needs --udf iterator")
 
 
 ENGINE = Engine(

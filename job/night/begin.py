@@ -23,17 +23,23 @@ from storage import storage_errors
 
 
 def begin_night(night: NightPlan, held: Held, config: JobConfig, schema: pa.Schema) -> None:
-    """Clear what the plan clears, say its notes, and refuse a new id the table already holds (JobError).
+    """Refuse what the night may not do (``check_night``), then clear what the plan clears and say its notes.
 
     ``schema``: what tonight's parts hold (``job.output.parts.Parts.table_schema``).
     """
-    _require_columns_kept(night, schema)
+    check_night(night, held, config, schema)
     if night.clear:
         clear(night.output, held)
     elif not night.done:
         clear_staging(night.output)  # temporaries of a killed run
     for note in night.notes:
         print(note, file=sys.stderr)
+
+
+def check_night(night: NightPlan, held: Held, config: JobConfig, schema: pa.Schema) -> None:
+    """What the plan asks of the output that only reading it can refuse (JobError): the columns a rollout keeps, and a
+    new id the table already holds. Writes nothing: a dry run asks it too."""
+    _require_columns_kept(night, schema)
     snapshot = night.snapshot
     if snapshot is None or snapshot.index is None or config.skip_id_check:
         return

@@ -31,13 +31,15 @@ from job.night.options import options_key
 from job.night.new_ids import moved_files
 from job.night.naming import new_part, stray_notes
 from job.night.plan import NightPlan
-from job.night.record import TableFile
+from job.night.record import Snapshot, TableFile
 from job.night.rollout import choose
 from job.night.strays import Stray, Strays, read_strays
+from job.night.window import Window, fit
 
 
-def on_finished(config: JobConfig, base: NightPlan, held: Held) -> NightPlan:
-    """The plan of a night on the finished table ``held`` holds (see the module docstring)."""
+def on_finished(config: JobConfig, base: NightPlan, held: Held, window: Window | None = None) -> NightPlan:
+    """The plan of a night on the finished table ``held`` holds (see the module docstring); ``window``: --rollout-time's,
+    with the rate this table's nights measured."""
     if not (config.resume or config.incremental):
         raise JobError(f"{held.uri} already holds a finished job ({MANIFEST}); pass --incremental to run what the "
                        "input gained since, --overwrite to redo it all, or choose another --output")
@@ -54,12 +56,12 @@ def on_finished(config: JobConfig, base: NightPlan, held: Held) -> NightPlan:
     night = dataclasses.replace(base, previous=held.finished, snapshot=snapshot, models=models,
                                 budget=config.rollout_files)
     strays = read_strays(held, {e.part for e in snapshot.files.values()}, base.shared)
-    decisions, notes, present = _decide(config, night, held, strays)
+    decisions, notes, present, (budget, chosen) = _decide(config, night, held, strays, window)
     in_table = {d.part for d in decisions if d.in_table}
     removed = held.parts - in_table if not base.shared else held.parts - in_table - {e.part for e in snapshot.files.values()}
     live = {s.name: s.unit for group in strays.by_unit.values() for s in group if s.live and s.name not in in_table}
     night = dataclasses.replace(night, decisions=decisions, notes=notes, removed=tuple(sorted(removed)),
-                                live_strays=live, present=present)
+                                live_strays=live, present=present, window=chosen, budget=budget or config.rollout_files)
     if night.watched:  # the version planned on, and the ids a changed file's rows had then: a DELETE after them wins
         changed = {w.unit: w.rows for w in night.watched.values() if not w.unchanged}
         night = dataclasses.replace(night, planned_version=held.log_version, held_ids=held.ids_of(changed))
@@ -68,25 +70,42 @@ def on_finished(config: JobConfig, base: NightPlan, held: Held) -> NightPlan:
     return night
 
 
-def _decide(config: JobConfig, night: NightPlan, held: Held, strays: Strays) -> tuple[tuple[Decision, ...], tuple[str, ...], dict]:
-    """Every input unit's decision (tonight's files, then those gone), the notes to say, and the rows the table held
-    of each of its units where they were counted (a shared table in a rollout)."""
+def _decide(config: JobConfig, night: NightPlan, held: Held, strays: Strays,
+            window: Window | None) -> tuple[tuple[Decision, ...], tuple[str, ...], dict, tuple[int, str | None]]:
+    """Every input unit's decision (tonight's files, then those gone), the notes to say, the rows the table held of
+    each of its units where they were counted (a shared table in a rollout), and the night's budget of re-scored files
+    with why the window chose it."""
     root, snapshot, models = night.input.location.path, night.snapshot, night.models
     files = {input_relpath(root, f.path): f for f in night.input.files}
     lost = strays.live_units
     redo = {u for u, f in files.items() if _as_is(snapshot.files.get(u), f) and snapshot.files[u].transient and u not in lost}
     others = {u: snapshot.files[u] for u, f in files.items() if _as_is(snapshot.files.get(u), f) and u not in redo
               and u not in lost and models.key(snapshot.files[u]) != night.target}
-    _refuse_unmixable(night, held, others, bool(config.rollout_files))
+    _refuse_unmixable(night, held, others, bool(config.rollout_files or config.rollout_time))
     present = _present(night, held, others)
-    choice = choose(others, config.rollout_files or 0, present if night.shared else None)
+    budget, chosen = _budget(config, window, files, snapshot, others, present if night.shared else None, redo | lost)
+    choice = choose(others, budget, present if night.shared else None)
     picked, taken_out = set(choice.picked), set(choice.taken_out)
     taken = held.parts | {e.part for e in snapshot.files.values()} | set(snapshot.retired)
     notes: list[str] = []
     decisions = [_decide_file(night, held, strays, unit, file, redo, picked, taken_out, taken, notes)
                  for unit, file in files.items()]
     decisions += _gone(config, night, held, files)
-    return tuple(sorted(decisions, key=lambda d: d.unit)), tuple(notes), present
+    return tuple(sorted(decisions, key=lambda d: d.unit)), tuple(notes), present, (budget, chosen)
+
+
+def _budget(config: JobConfig, window: Window | None, files: Mapping[str, InputFile], snapshot: Snapshot,
+            others: Mapping[str, TableFile], present: Mapping[str, int] | None, again: set[str]) -> tuple[int, str | None]:
+    """The files of another model the night re-scores at most: --rollout-files, and what fits in --rollout-time's
+    window (the fewer), with the line that says why the window chose so."""
+    if window is None:
+        return config.rollout_files or 0, None
+    candidates = [u for u in choose(others, len(others), present).picked]  # oldest first, none whose rows were all deleted
+    scoring = sum(f.rows for u, f in files.items() if u in again or not _as_is(snapshot.files.get(u), f))
+    fitted = fit(window, scoring, [present.get(u, others[u].rows) if present else others[u].rows for u in candidates])
+    if config.rollout_files and config.rollout_files < fitted.files:
+        return config.rollout_files, f"{fitted.why}; --rollout-files {config.rollout_files} takes fewer"
+    return fitted.files, fitted.why
 
 
 def _as_is(entry: TableFile | None, file: InputFile) -> bool:

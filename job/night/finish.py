@@ -41,7 +41,7 @@ from job.night.plan import NightPlan
 from job.night.record import HISTORY_DIR, Snapshot, TableFile, columns_record, diff
 from job.night.rollout import Rollout
 from job.night.stopped_runs import mend_history, record_stopped_runs
-from job.timeline import summarize
+from job.timeline import Timeline, summarize
 from storage import Location, storage_errors
 
 
@@ -98,7 +98,7 @@ def _manifest(night: NightPlan, job: Job, ran: Ran, checked: _Checked, committed
         seconds=round(seconds, 3),
         # This run's images: with --resume or --incremental, the rows of the files it ran, not those it kept.
         images_per_sec=round(pending.rows / seconds, 2) if seconds > 0 else None,
-        timeline=summarize(ran.run.progress, ran.run.device_seconds, seconds, ran.run.predictors, ran.started_at),
+        timeline=_timeline(ran, seconds),
         files=sorted(entry.part for entry in files.values()), error_examples=checked.examples,
         versions=report.versions(*ran.engine.packages), hardware=report.hardware(), settings=ran.run.settings,
         manifest=night.output.uri_of(night.output.join(MANIFEST)),
@@ -106,6 +106,15 @@ def _manifest(night: NightPlan, job: Job, ran: Ran, checked: _Checked, committed
                        committed.version, committed.retired, models, night.target),
         rollout=_rollout(night, files, models),
     )
+
+
+def _timeline(ran: Ran, seconds: float) -> Timeline:
+    """The run's timeline; with several models, the decodes they shared and this model's own time in its calls."""
+    timeline = summarize(ran.run.progress, ran.run.device_seconds, seconds, ran.run.predictors, ran.started_at)
+    if ran.run.decodes is None:
+        return timeline
+    return dataclasses.replace(timeline, images_decoded=ran.run.decodes, decode_seconds=ran.run.decode_seconds,
+                               model_seconds=round(ran.run.device_seconds, 3))
 
 
 def _counts(read: Counts, files: Mapping[str, TableFile], committed: Committed) -> Counts:
@@ -123,7 +132,7 @@ def _rollout(night: NightPlan, files: Mapping[str, TableFile], models: Mapping[s
     if night.previous is None or (len(keys) == 1 and not night.rescored and not was_rolling):
         return None
     labels = {key: model_label(models.get(key) or night.models.options_of(key)) for key in keys | {night.target}}
-    return Rollout.of_table(files, night.target, labels, night.rescored, night.budget).to_dict()
+    return Rollout.of_table(files, night.target, labels, night.rescored, night.budget, night.window).to_dict()
 
 
 def _made(entry: TableFile, night: NightPlan, committed: Committed) -> TableFile:

@@ -65,6 +65,7 @@ class NightPlan:
     planned_version: int | None = None  # the shared table's version the night planned on (its log's)
     present: Mapping[str, int] = field(default_factory=dict)  # rows the table held of some units at the plan
     held_ids: Mapping[str, frozenset[str]] = field(default_factory=dict)  # a changed file's ids the table held then
+    window: str | None = None  # --rollout-time: what the window chose, and why (the line the night says)
 
     # -- what the later steps read, derived once from the decisions --
 

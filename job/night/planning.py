@@ -35,13 +35,16 @@ from job.night.naming import new_part, stray_notes
 from job.night.options import options_key
 from job.night.plan import NightPlan
 from job.night.strays import read_strays
+from job.night.window import Window
 
 
-def plan_night(config: JobConfig, plan: InputPlan, held: Held, options: Mapping, run_id: str) -> NightPlan:
+def plan_night(config: JobConfig, plan: InputPlan, held: Held, options: Mapping, run_id: str,
+               window: Window | None = None) -> NightPlan:
     """The one decision of what the run does to its output (see the module docstring); JobError for what it refuses.
 
     Reads only what it must, through ``held``: the footers of parts the snapshot does not list, the table's log where
-    such parts are or where rows may have been deleted, and (with --keep-removed) the ids index.
+    such parts are or where rows may have been deleted, and (with --keep-removed) the ids index. ``window``:
+    --rollout-time's, with the rate this table's nights measured (the driver's).
     """
     shared, target = config.table_format != "parquet", options_key(options)
     base = NightPlan(plan, held.output, run_id, options, target, shared=shared)
@@ -50,7 +53,7 @@ def plan_night(config: JobConfig, plan: InputPlan, held: Held, options: Mapping,
     if not held.files:
         return dataclasses.replace(base, decisions=_scored(plan, (), NEW, "", target))
     if MANIFEST in held.files:
-        return on_finished(config, base, held)
+        return on_finished(config, base, held, window)
     return _on_partial(config, base, held)
 
 

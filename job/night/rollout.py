@@ -57,10 +57,11 @@ class Rollout:
     # Files kept by --keep-removed on another model: their input is gone, so nothing can re-score them.
     stranded: int = 0
     stranded_images: int = 0
+    window: str | None = None  # --rollout-time: what the window chose tonight, and why
 
     @classmethod
     def of_table(cls, entries: Mapping[str, TableFile], target: str, labels: Mapping[str, str], rescored: int,
-                 per_night: int | None) -> Rollout:
+                 per_night: int | None, window: str | None = None) -> Rollout:
         """The rollout's state from the table's entries after the night (``made_by`` None: ``target``'s)."""
         files: dict[str, int] = {}
         images: dict[str, int] = {}
@@ -74,7 +75,7 @@ class Rollout:
                 continue
             files[key], images[key] = files.get(key, 0) + 1, images.get(key, 0) + rows
         files.setdefault(target, 0)
-        return cls(target, labels, files, images, rescored, per_night, stranded, stranded_images)
+        return cls(target, labels, files, images, rescored, per_night, stranded, stranded_images, window)
 
     @property
     def left_files(self) -> int:
@@ -97,6 +98,8 @@ class Rollout:
                   "left": {"files": self.left_files, "images": self.left_images}, "nights_to_go": self.nights_to_go}
         if self.stranded:
             record["stranded"] = {"files": self.stranded, "images": self.stranded_images}
+        if self.window is not None:
+            record["window"] = self.window
         return record
 
 
@@ -111,14 +114,15 @@ def rollout_line(record: dict) -> str:
     stranded = record.get("stranded")
     kept = (f"; {_count(stranded['files'], 'file')} ({stranded['images']} images) kept by --keep-removed stay on their "
             "model: their input is gone, nothing can re-score them") if stranded else ""
+    window = f"; --rollout-time: {record['window']}" if record.get("window") else ""
     if not record["left"]["files"]:
-        return f"rollout: done, {on}{kept}"
+        return f"rollout: done, {on}{kept}{window}"
     others = "; ".join(f"{_count(m['files'], 'file')} ({m['images']} images) on {name}" for name, m in models.items()
                        if name != target)
     nights = record["nights_to_go"]
     pace = (f"{_count(nights, 'night')} to go at {_count(record['rescored'], 'file')} a night" if nights is not None
             else "no file re-scored tonight")
-    return f"rollout: {on}; {others}; {pace}{kept}"
+    return f"rollout: {on}; {others}; {pace}{kept}{window}"
 
 
 def _count(number: int, noun: str) -> str:

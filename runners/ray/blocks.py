@@ -3,7 +3,11 @@
 Every block has one schema, whatever the decode mode, so Ray can join blocks into a model
 batch freely: ``id``, ``error``, ``pixels`` (binary: a row's crop x crop x 3 uint8 pixels when a
 CPU decoded it, else null) and ``image`` (binary: the JPEG when the device decodes it, else
-null), plus each row's input file and position (the command's rows; the API's have none). Null cells take no bytes, and the pixels of a
+null), plus each row's input file and position (the command's rows; the API's have none). A run
+of several models (``job.several``) makes a row's pixels in each recipe its models take: a block
+a recipe, its rows' ``group`` saying which (the crop differs by recipe), and the decodes its rows
+took on its first row (``decodes``, ``decode_seconds``); ``batches_of`` gives a joined batch back
+a batch a recipe. Null cells take no bytes, and the pixels of a
 block's (or a joined batch's) decoded rows lie back to back in one buffer, so the predictor
 reads them as one (K, crop, crop, 3) array without a copy per row.
 """
@@ -15,9 +19,10 @@ import pyarrow as pa
 
 from job.output.parts import FILE, ROW, with_position
 from job.stages import Batch, PixelBatch, SplitBatch
+from job.timeline import decode_of, with_decode_time
 from preprocess.split_decode import RoutedBatch
 
-PIXELS, ENCODED = "pixels", "image"
+PIXELS, ENCODED, GROUP = "pixels", "image", "group"
 
 
 def block_of(batch: Batch) -> pa.Table:
@@ -33,8 +38,34 @@ def block_of(batch: Batch) -> pa.Table:
         decoded = [row for row, error in enumerate(batch.errors) if error is None]
         pixels, images, errors = batch.pixels, pa.nulls(rows, pa.binary()), batch.errors
     table = pa.table({"id": pa.array(batch.ids, pa.string()), "error": pa.array(errors, pa.string()),
-                      PIXELS: _pixels_column(rows, decoded, pixels), ENCODED: images})
+                      PIXELS: _pixels_column(rows, decoded, pixels), ENCODED: images,
+                      GROUP: pa.array(np.full(rows, getattr(batch, "group", 0)), pa.int16())})
+    if isinstance(batch, PixelBatch):
+        table = with_decode_time(table, batch.decodes, batch.decode_seconds)
+    else:
+        table = with_decode_time(table, 0, 0.0)
     return table if batch.files is None else with_position(table, batch.files, batch.rows)
+
+
+def batches_of(table: pa.Table, crops: tuple[int, ...]) -> list[Batch]:
+    """The typed batches back from a joined block of several recipes' rows: a batch a recipe (``crops``: each one's)."""
+    groups = table.column(GROUP).to_numpy()
+    if len(crops) == 1 or (groups == groups[0]).all():
+        found = [int(groups[0])] if len(groups) else []
+        return [_with_decodes(batch_of(table, crops[g]), table, g) for g in found]
+    out = []
+    for group in np.unique(groups).tolist():
+        rows = table.filter(pa.array(groups == group))
+        out.append(_with_decodes(batch_of(rows, crops[group]), rows, group))
+    return out
+
+
+def _with_decodes(batch: Batch, table: pa.Table, group: int) -> Batch:
+    """``batch`` as recipe ``group``'s, with the decodes its rows carry (counted once, on one recipe's rows)."""
+    if isinstance(batch, PixelBatch):
+        decodes, seconds = decode_of(table)
+        batch.group, batch.decodes, batch.decode_seconds = group, decodes, seconds
+    return batch
 
 
 def batch_of(table: pa.Table, crop: int) -> Batch:

@@ -24,8 +24,10 @@ from job.execution import Execution
 from job.feedback import IdleMeter
 from job.input.plan import InputPlan
 from job.output.parts import FILE
-from job.stages import Classify, Preprocess
-from runners.ray.blocks import batch_of, block_of
+from job.engine import ModelRun
+from job.several.stages import ClassifyMany, groups_of, recipe_groups, rows_blob
+from job.stages import Preprocess
+from runners.ray.blocks import batch_of, batches_of, block_of
 from runners.ray.cluster import ACTOR_RESTARTS, PREPROCESS_BATCH_ROWS, Scaling
 from runners.ray.feedback import BoardReader, poster
 from runners.ray.placement import record_placement
@@ -34,15 +36,19 @@ from runners.ray.placement import record_placement
 class RayPreprocess:
     """CPU actor: read each planned input file and yield preprocessed blocks. Imports no torch."""
 
-    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, run_id: str) -> None:
+    def __init__(self, plan: InputPlan, config: JobConfig, execution: Execution, run_id: str,
+                 runs: tuple[ModelRun, ...] = ()) -> None:
         record_placement(run_id, "preprocess")
-        self.plan = plan
+        self.plan, self.runs = plan, runs
+        # Several models (job.several): each file made in the recipes of the models that score it, one decode each.
+        recipes, self.groups = recipe_groups(runs) if len(runs) > 1 else ((), ())
         # --decode auto: the predictors' word on how hungry the device is, for this decoder's router.
-        self.preprocess = Preprocess(config, execution, BoardReader(run_id) if execution.auto_adapts else None)
+        self.preprocess = Preprocess(config, execution, BoardReader(run_id) if execution.auto_adapts else None, recipes)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Iterator[pa.Table]:
         for index in batch[FILE].tolist():
-            for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS):
+            several = groups_of(self.runs, self.groups, index) if self.groups else None
+            for block in self.preprocess.read(self.plan, index, PREPROCESS_BATCH_ROWS, several):
                 yield block_of(block)
 
 
@@ -63,15 +69,19 @@ class RayClassify:
     to; None (the API): it reports to none.
     """
 
-    def __init__(self, config: JobConfig, execution: Execution, run_id: str | None, concurrency: int) -> None:
+    def __init__(self, config: JobConfig, execution: Execution, run_id: str | None, concurrency: int,
+                 runs: tuple[ModelRun, ...] = ()) -> None:
         import torch  # here, not at the top: the decoders import this module too, and must not load torch
 
-        # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here.
-        self.classify = Classify(config, execution)
-        self.crop = execution.recipe.crop
+        # Ray sets CUDA_VISIBLE_DEVICES to this actor's GPU, so it is always cuda:0 here. Several models (job.several):
+        # every one in this actor, each loaded once.
+        many = runs if len(runs) > 1 else (ModelRun(execution, None),)
+        self.classify = ClassifyMany.of(config, many)
+        self.crops = tuple(recipe.crop for recipe in recipe_groups(many)[0])
         if run_id is not None:
-            decoder = self.classify.device_stage.decoder.name if execution.decode != "cpu" else None
-            record_placement(run_id, "classify", device=str(self.classify.predictor.device), compiled=execution.compile,
+            first = self.classify.classifiers[0]
+            decoder = first.device_stage.decoder.name if execution.decode != "cpu" else None
+            record_placement(run_id, "classify", device=str(first.predictor.device), compiled=execution.compile,
                              decoder=decoder)
         if execution.device == "cpu":
             # Ray pins actors to one thread (OMP_NUM_THREADS=1); on CPU the model is the
@@ -81,15 +91,19 @@ class RayClassify:
         self.meter = IdleMeter(poster(run_id, actor), concurrency) if execution.auto_adapts else nullcontext()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        """The model rows of a batch, every model's as one IPC stream (``job.several.rows_blob``)."""
         with self.meter:
-            return self.classify(batch_of(batch, self.crop))
+            rows = [row for part in batches_of(batch, self.crops) for row in self.classify(part)]
+        return rows_blob(rows)
 
 
 class RayClassifyRows(RayClassify):
-    """``RayClassify`` for the API: the output contract's columns only (no timeline, no positions)."""
+    """``RayClassify`` for the API: one model, the output contract's columns only (no timeline, no positions)."""
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        return contract_table(super().__call__(batch), self.classify.execution)
+        classify = self.classify.classifiers[0]
+        with self.meter:
+            return contract_table(classify(batch_of(batch, self.crops[0])), classify.execution)
 
 
 @contextmanager
@@ -129,7 +143,7 @@ def preprocess_stage(dataset: ray.data.Dataset, stage: type, scaling: Scaling, b
 
 
 def classify_stage(dataset: ray.data.Dataset, config: JobConfig, execution: Execution, scaling: Scaling,
-                   run_id: str | None, classify: type = RayClassify) -> ray.data.Dataset:
+                   run_id: str | None, classify: type = RayClassify, runs: tuple[ModelRun, ...] = ()) -> ray.data.Dataset:
     """Preprocessed blocks -> output rows, through the fixed pool of ``classify`` actors (``RayClassify`` or a stand-in)."""
     with _remote_args() as remote_args:
         return dataset.map_batches(
@@ -139,6 +153,7 @@ def classify_stage(dataset: ray.data.Dataset, config: JobConfig, execution: Exec
             compute=scaling.classify_pool(),
             **scaling.predictor_resources(),
             fn_constructor_kwargs={"config": config, "execution": execution, "run_id": run_id,
-                                   "concurrency": scaling.calls_per_predictor},
+                                   "concurrency": scaling.calls_per_predictor,
+                                   **({"runs": runs} if len(runs) > 1 else {})},
             **remote_args,
         )

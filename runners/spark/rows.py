@@ -28,8 +28,10 @@ class ClassifyRows:
         self.config, self.execution, self.prefetch = config, execution, prefetch
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in classified(self.config, self.execution, lambda feedback: self._preprocessed(batches, feedback), self.prefetch):
-            yield from _embedding_for_spark(contract_table(table, self.execution)).to_batches()
+        for rows in classified(self.config, [self.execution], lambda feedback: self._preprocessed(batches, feedback),
+                               self.prefetch):
+            for _, table in rows:  # one model: its rows
+                yield from _embedding_for_spark(contract_table(table, self.execution)).to_batches()
 
     def _preprocessed(self, batches: Iterator[pa.RecordBatch], feedback: LatestFeedback | None) -> Iterator[Batch]:
         preprocess = Preprocess(self.config, self.execution, feedback.poll if feedback is not None else None)

@@ -18,7 +18,7 @@ the same part whole and never adds a second one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
@@ -33,22 +33,25 @@ from job.errors import DataError
 from job.execution import Execution
 from job.feedback import IdleMeter, LatestFeedback
 from job.input.plan import InputFile, InputPlan
-from job.output.parts import FILE, ROW, PartCollector
+from job.output.parts import FILE, ROW
 from job.output.rows import EMBEDDING, embedding_column, output_schema
+from job.several.stages import MODEL, ClassifyMany, PartCollectors, Rows, groups_of, recipe_groups
 from job.stages import Batch, Classify, PixelBatch, Preprocess
-from job.timeline import DEVICE_SECONDS, device_seconds_of
+from job.timeline import DECODE_SECONDS, DECODES, DEVICE_SECONDS, decode_of, device_seconds_of
 from runners.spark.prefetch import prefetched
 
 # What each writing task reports to the driver, one row per model batch: the job's timeline (rows
 # done, when the model did them) and the parts that batch completed. ``error``: a DataError that
 # stopped the task's files (then rows is 0), which the driver raises.
 STATS_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int32()), ("rows", pa.int64()), ("done_at", pa.float64()),
-                          ("parts", pa.int32()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string())])
+                          ("parts", pa.int32()), (DEVICE_SECONDS, pa.float64()), ("error", pa.string()),
+                          # Several models (job.several): whose rows, and the decodes they carried (the run's, once).
+                          (MODEL, pa.int32()), (DECODES, pa.float64()), (DECODE_SECONDS, pa.float64())])
 # --udf series: what its preprocessing stage hands the model's. Spark gets both schemas as its own types
 # through ``from_arrow_schema`` (runners.spark_job), so each is written once, here.
 PIXELS_SCHEMA = pa.schema([("id", pa.string()), ("pixels", pa.binary()), ("error", pa.string()), (FILE, pa.int32()), (ROW, pa.int64())])
 
-_CLASSIFIERS: dict[tuple[JobConfig, Execution, tuple[int, ...]], Classify] = {}  # per Python worker process
+_CLASSIFIERS: dict[tuple, ClassifyMany] = {}  # per Python worker process, by the run's models and the task's GPUs
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,14 @@ def task_gpu_ids() -> list[int] | None:
     return [int(a) for a in gpu.addresses] if gpu and gpu.addresses else None
 
 
-def cached_classifier(config: JobConfig, execution: Execution) -> Classify:
-    """The model for this task's GPU (or CPU), loaded once per Python worker and reused."""
+def cached_classifier(config: JobConfig, executions: Sequence[Execution],
+                      files: Sequence[frozenset[int] | None] | None = None) -> ClassifyMany:
+    """The run's models (one, or several: job.several) for this task's GPU (or CPU), loaded once per Python worker and
+    reused."""
     gpus = task_gpu_ids()
-    key = (config, execution, tuple(gpus or ()))
+    key = (config, tuple(executions), tuple(files or ()), tuple(gpus or ()))
     if key not in _CLASSIFIERS:
-        _CLASSIFIERS[key] = Classify(config, execution, gpu_ids=gpus)
+        _CLASSIFIERS[key] = ClassifyMany(config, executions, files, gpu_ids=gpus)
     return _CLASSIFIERS[key]
 
 
@@ -123,13 +128,16 @@ def device_name() -> str | None:
 def preprocessed(spec: TaskSpec, files: Iterator[pa.RecordBatch], feedback: LatestFeedback | None = None) -> Iterator[Batch]:
     """The partition's files as preprocessed batches of one model batch each; ``feedback``: the model's word (--decode auto)."""
     job, pending = spec.job, spec.pending
-    preprocess = Preprocess(job.config, job.execution, feedback.poll if feedback is not None else None)
+    runs = job.runs
+    recipes, groups = recipe_groups(runs) if len(runs) > 1 else ((), ())
+    preprocess = Preprocess(job.config, job.execution, feedback.poll if feedback is not None else None, recipes)
     for batch in files:
         for index in batch.column(FILE).to_pylist():
-            yield from preprocess.read(pending, index, job.execution.batch_size)
+            several = groups_of(runs, groups, index) if groups else None
+            yield from preprocess.read(pending, index, job.read_rows, several)
 
 
-def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+def write_parts(spec: TaskSpec, batches: Iterator[Rows]) -> Iterator[pa.RecordBatch]:
     """Commit the part of each input file in ``tables`` (rows with FILE and ROW); one stats row per model batch.
 
     A file's part is committed as soon as its last row is in, so a task that dies later keeps
@@ -139,38 +147,42 @@ def write_parts(spec: TaskSpec, tables: Iterator[pa.Table]) -> Iterator[pa.Recor
     """
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    collector, device_seconds = PartCollector(spec.job.parts, spec.pending.files), 0.0
+    collectors = PartCollectors(spec.job.runs, spec.pending.files)
     try:
-        for table in tables:
-            device_seconds += device_seconds_of(table)
-            seen = len(collector.progress)
-            committed = collector.add(table)
-            for at, rows in collector.progress[seen:]:  # the batch's new rows, stamped where the model ran
-                yield _stats(partition, attempt, rows, at, len(committed), device_seconds)
-                device_seconds, committed = 0.0, []  # each counted once, with the first event after it
-                if spec.rows_done is not None:
-                    spec.rows_done.add(rows)
+        for rows in batches:
+            for model, table in rows:
+                collector = collectors.collectors[model]
+                device_seconds, (decodes, decode_seconds) = device_seconds_of(table), decode_of(table)
+                seen = len(collector.progress)
+                committed = collectors.add([(model, table)])
+                for at, done in collector.progress[seen:]:  # the batch's new rows, stamped where the model ran
+                    yield _stats(partition, attempt, done, at, len(committed), device_seconds, model=model,
+                                 decodes=decodes, decode_seconds=decode_seconds)
+                    device_seconds, committed, decodes, decode_seconds = 0.0, [], 0, 0.0  # each counted once
+                    if spec.rows_done is not None:
+                        spec.rows_done.add(done)
     except DataError as e:
-        yield _stats(partition, attempt, 0, time.time(), 0, device_seconds, error=str(e))
+        yield _stats(partition, attempt, 0, time.time(), 0, 0.0, error=str(e))
         return
-    collector.check_complete()
+    collectors.check_complete()
 
 
 def _stats(partition: int, attempt: int, rows: int, done_at: float, parts: int, device_seconds: float,
-           error: str | None = None) -> pa.RecordBatch:
+           error: str | None = None, model: int = 0, decodes: int = 0, decode_seconds: float = 0.0) -> pa.RecordBatch:
     stats = {"partition": [partition], "attempt": [attempt], "rows": [rows], "done_at": [done_at], "parts": [parts],
-             DEVICE_SECONDS: [device_seconds], "error": [error]}
+             DEVICE_SECONDS: [device_seconds], "error": [error], MODEL: [model], DECODES: [float(decodes)],
+             DECODE_SECONDS: [decode_seconds]}
     return pa.RecordBatch.from_pydict(stats, schema=STATS_SCHEMA)
 
 
-def classified(config: JobConfig, execution: Execution, batches: Callable[[LatestFeedback | None], Iterator[Batch]],
-               prefetch: int) -> Iterator[pa.Table]:
-    """The output rows of ``batches(feedback)``: preprocessed ``prefetch`` batches ahead in a thread while
-    the model (cached per Python worker) runs; shared by the command's tasks and the API's (``runners.spark.rows``)."""
+def classified(config: JobConfig, executions: Sequence[Execution], batches: Callable[[LatestFeedback | None], Iterator[Batch]],
+               prefetch: int, files: Sequence[frozenset[int] | None] | None = None) -> Iterator[Rows]:
+    """Each model's output rows of ``batches(feedback)``: preprocessed ``prefetch`` batches ahead in a thread while
+    the models (cached per Python worker) run; shared by the command's tasks and the API's (``runners.spark.rows``)."""
     # --decode auto: the decode thread and the model share this worker, so the word goes through memory.
-    feedback = LatestFeedback() if execution.auto_adapts else None
+    feedback = LatestFeedback() if executions[0].auto_adapts else None
     ready = prefetched(batches(feedback), prefetch)  # reading starts now...
-    classify = cached_classifier(config, execution)  # ...while the model loads (once per Python worker)
+    classify = cached_classifier(config, executions, files)  # ...while the models load (once per Python worker)
     meter = IdleMeter(feedback.post) if feedback is not None else nullcontext()
     return (_metered(classify, batch, meter) for batch in ready)
 
@@ -182,12 +194,14 @@ class ReadAndClassify:
         self.spec = spec
 
     def __call__(self, files: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        job = self.spec.job
-        tables = classified(job.config, job.execution, lambda feedback: preprocessed(self.spec, files, feedback), self.spec.prefetch)
-        yield from write_parts(self.spec, tables)
+        runs = self.spec.job.runs
+        rows = classified(self.spec.job.config, [run.execution for run in runs],
+                          lambda feedback: preprocessed(self.spec, files, feedback), self.spec.prefetch,
+                          [run.files for run in runs])
+        yield from write_parts(self.spec, rows)
 
 
-def _metered(classify: Classify, batch: Batch, meter: AbstractContextManager) -> pa.Table:
+def _metered(classify: ClassifyMany, batch: Batch, meter: AbstractContextManager) -> Rows:
     with meter:
         return classify(batch)
 
@@ -243,7 +257,8 @@ class WriteParts:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         execution = self.spec.job.execution
-        yield from write_parts(self.spec, (_embedding_as_planned(pa.Table.from_batches([b]), execution) for b in batches))
+        yield from write_parts(self.spec, ([(0, _embedding_as_planned(pa.Table.from_batches([b]), execution))]
+                                           for b in batches))
 
 
 def _embedding_as_planned(table: pa.Table, execution: Execution) -> pa.Table:

@@ -37,7 +37,7 @@ class PredictorThatHangs(RayClassify):
 
     def __init__(self, config: JobConfig, execution: Execution, run_id: str, concurrency: int) -> None:
         super().__init__(config, execution, run_id, concurrency)
-        predictor = self.classify.predictor
+        predictor = self.classify.classifiers[0].predictor
         predictor._model = _HangsOnFlatImages(predictor._model, self.HANG_S)
 
 

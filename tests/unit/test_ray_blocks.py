@@ -51,6 +51,6 @@ def test_an_all_error_block_has_no_pixels():
 def test_the_apis_rows_have_no_positions_and_come_back_without_them():
     batch = PixelBatch(["a", "b"], pixels(1, 2), ["bad", None])  # the API's rows: no input file, no position
     block = block_of(batch)
-    assert block.column_names == ["id", "error", "pixels", "image"]
+    assert block.column_names == ["id", "error", "pixels", "image", "group", "decodes", "decode_seconds"]
     back = batch_of(block, CROP)
     assert back.files is None and back.rows is None and np.array_equal(back.pixels, batch.pixels)
