@@ -66,6 +66,8 @@ def main(engine: Engine, argv: Sequence[str] | None = None, *, started_at: float
             engine.check(args, config)
     if args.models is None:
         return run_job(engine, configs[0], args, started_at)
+    if configs[0].dry_run:  # each model's table, its own plan and estimate
+        return {"models": [dry_run(engine, config) for config in configs]}
     return run_several(engine, configs, args, time.time() if started_at is None else started_at)
 
 

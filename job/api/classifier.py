@@ -19,14 +19,15 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from job.api.columns import LIST, READABLE, kind_of, with_image_column
-from job.api.options import api_config, api_execution, python_arguments
-from job.api.rows import chunks, contract_table, ids_of, preprocess_rows
+from job.api.options import api_config, api_configs, api_execution, python_arguments
+from job.api.rows import chunks, contract_table, ids_of, preprocess_rows, preprocess_rows_many
 from job.config import JobConfig
 from job.errors import JobError
 from job.execution import Capabilities, this_machine
 from job.input.unique_ids import repeat_line
 from job.output.rows import output_schema
-from job.stages import Classify, Preprocess
+from job.several.stages import ClassifyMany, recipe_groups
+from job.stages import Batch, Preprocess
 
 # One process decodes and then computes, so no device tells the decoder how hungry it is:
 # decode="auto" keeps its starting split.
@@ -35,28 +36,34 @@ Images = Sequence[bytes] | pa.Array | pa.ChunkedArray | pa.Table | pa.RecordBatc
 
 
 class Classifier:
-    """The model, loaded once; each call classifies a list, an Arrow array or an Arrow table of images.
+    """The model (or models), loaded once; each call classifies a list, an Arrow array or an Arrow table of images.
 
     ``options``: the command's options by their Python names (``job.api.API_OPTIONS``), with the
     command's defaults: ``model="resnet50"`` (or ``"timm:NAME"``, ``"hf:PATH"``, an MLflow ``"models:/NAME@ALIAS"``),
     ``weights`` (the model's own: ``"imagenet"`` for a torchvision name), ``labels``,
     ``embeddings="off"|"with"|"only"``, ``batch_size``, ``decode``, ``precision``, ``compile``, ``topk``, ``raw_shape``, ``resize``, ``crop``, ...
+    ``models=[{...}, {...}]``: several models, each entry its own options (the others hold for every model); each image
+    is decoded once for them all, and a call returns a list of tables, one a model, each as that model alone returns it.
     A bad one raises ``job.errors.JobError``, one line naming it and the fix.
     """
 
-    def __init__(self, **options: object) -> None:
-        self.options = options
-        self.config = api_config(options)
-        self.execution = api_execution(self.config, CAPABILITIES, this_machine(), engine="Classifier", options=options)
-        self._classify = Classify(self.config, self.execution)
+    def __init__(self, models: list[dict] | None = None, **options: object) -> None:
+        self.several = models is not None
+        entries = api_configs(options, models) if self.several else [(options, api_config(options))]
+        self.options, self.config = entries[0]
+        self.executions = [api_execution(config, CAPABILITIES, this_machine(), engine="Classifier", options=given)
+                           for given, config in entries]
+        self.execution = self.executions[0]
+        self.recipes, self.groups = recipe_groups(self.executions)
+        self._classify = ClassifyMany(self.config, self.executions)
 
     @property
     def schema(self) -> pa.Schema:
-        """The columns every call returns (``job.output.rows.output_schema``)."""
+        """The columns every call returns (``job.output.rows.output_schema``; several models: the first's)."""
         return output_schema(self.execution)
 
-    def __call__(self, images: Images, ids: Sequence[str] | None = None) -> pa.Table:
-        """One output row per image, in order.
+    def __call__(self, images: Images, ids: Sequence[str] | None = None) -> pa.Table | list[pa.Table]:
+        """One output row per image, in order (several models: a table a model, in the order of ``models=``).
 
         ``images``: encoded bytes (or raw uint8 pixels with ``raw_shape``), as a list or an Arrow
         array; or an Arrow table whose image column is found as the engines' calls find it
@@ -69,12 +76,21 @@ class Classifier:
         names = self._ids(records, config, ids)
         records = records.select([c for c in records.column_names if c != config.id_column])
         records = records.append_column(config.id_column, pa.array(names, pa.string()))
-        preprocess = Preprocess(config, self.execution)
-        tables = [self._classify(preprocess_rows(preprocess, chunk, _no_fallback))
-                  for chunk in chunks(records, self.execution.batch_size)]
-        if not tables:
-            return self.schema.empty_table()
-        return contract_table(pa.concat_tables(tables), self.execution)
+        preprocess = Preprocess(config, self.execution, recipes=self.recipes)
+        tables: list[list[pa.Table]] = [[] for _ in self.executions]
+        rows = max(execution.batch_size for execution in self.executions)
+        for chunk in chunks(records, rows):
+            for batch in self._batches(preprocess, chunk):
+                for model, table in self._classify(batch):
+                    tables[model].append(contract_table(table, self.executions[model]))
+        out = [pa.concat_tables(t) if t else output_schema(e).empty_table() for t, e in zip(tables, self.executions)]
+        return out if self.several else out[0]
+
+    def _batches(self, preprocess: Preprocess, chunk: pa.Table) -> list[Batch]:
+        """One chunk of rows through the CPU stage: one batch (one model), or a batch a recipe from one decode."""
+        if not self.several:
+            return [preprocess_rows(preprocess, chunk, _no_fallback)]
+        return preprocess_rows_many(preprocess, chunk, _no_fallback)
 
     def _records(self, images: Images) -> tuple[JobConfig, pa.Table]:
         """The images as a table of the image column (and the table's others), with the config that reads it."""

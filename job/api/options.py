@@ -36,7 +36,8 @@ from storage import StorageError
 
 # What a run over an input prefix into an output table decides, and a call inside a pipeline does not have.
 PREFIX_ONLY = ("input", "output", "limit", "skip_id_check", "overwrite", "resume", "incremental", "keep_removed", "rollout_files",
-               "objects_per_part", "table_format", "time_travel_days", "iceberg_catalog", "iceberg_table")
+               "objects_per_part", "table_format", "time_travel_days", "iceberg_catalog", "iceberg_table", "rollout_time",
+               "dry_run", "price_per_hour", "models")
 API_OPTIONS = tuple(f.name for f in dataclasses.fields(JobConfig) if f.name not in PREFIX_ONLY)
 TUPLES = ("raw_shape", "mean", "std")  # given as lists too (a JSON config, a notebook); JobConfig holds tuples
 URI_OPTIONS = ("model", "weights", "labels", "s3_endpoint_url")
@@ -60,6 +61,30 @@ def api_config(options: dict[str, object], schema: pa.Schema | None = None) -> J
     with python_arguments(options):
         config = JobConfig(input=None, output=None, **given)
         return config if schema is None else with_image_column(config, schema, named="image_column" in options)
+
+
+def api_configs(options: dict[str, object], models: object) -> list[tuple[dict[str, object], JobConfig]]:
+    """``models=[{...}, {...}]``: each model's options (a dict of ``API_OPTIONS`` by name, over the call's others) and
+    its ``JobConfig``; one line naming the entry for a bad one. The model's own options belong in its entry."""
+    if not isinstance(models, (list, tuple)) or not models or not all(isinstance(entry, dict) for entry in models):
+        raise JobError(f"models={models!r}: expected a list of dicts, one a model (model=, weights=, embeddings=, ...)")
+    shared = {name: value for name, value in options.items() if name not in MODEL_OPTIONS}
+    if len(shared) != len(options):
+        name = next(name for name in options if name in MODEL_OPTIONS)
+        raise JobError(f"{name}= with models=: each model's own options go in its entry of models=, not beside it")
+    out = []
+    for number, entry in enumerate(models, start=1):
+        merged = {**shared, **entry}
+        try:
+            out.append((merged, api_config(merged)))
+        except JobError as e:
+            raise JobError(f"models entry {number} ({entry.get('model', 'resnet50')}): {e}") from e
+    return out
+
+
+# A model's own options, which models= entries hold (the call's other options hold for every model).
+MODEL_OPTIONS = ("model", "arch", "weights", "labels", "embeddings", "embedding_dtype", "topk", "resize", "crop", "mean",
+                 "std", "interpolation", "crop_mode")
 
 
 def _plain(name: str, value: object) -> object:

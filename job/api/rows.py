@@ -66,6 +66,19 @@ def preprocess_rows(preprocess: Preprocess, records: Records, fallback: IdFallba
     return batch
 
 
+def preprocess_rows_many(preprocess: Preprocess, records: Records, fallback: IdFallback) -> list[Batch]:
+    """``preprocess_rows`` for several models (``models=``): a batch in each of the preprocess's recipes, from one
+    decode an image where the recipes allow (``job.stages.Preprocess.several``)."""
+    records = stage_records(records, preprocess.config.image_column)
+    return preprocess.several(ids_of(records, preprocess.config.id_column, fallback), records, None, None,
+                              range(len(preprocess.recipes)))
+
+
 def contract_table(table: pa.Table, execution: Execution) -> pa.Table:
     """The ``Classify`` stage's table without the job's bookkeeping (timeline, positions): the output contract's columns."""
     return table.select(output_schema(execution).names)
+
+
+def contract_schema(execution: Execution) -> pa.Schema:
+    """The output contract's columns (``contract_table``'s)."""
+    return output_schema(execution)

@@ -22,12 +22,17 @@ On a cluster whose autoscaler can add CPU nodes (``runners.ray.node_types``), th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import pyarrow as pa
 import ray
 
 from job.api import api_config, api_execution
+from job.api.options import api_configs
+from job.api.rows import contract_schema
+from job.engine import ModelRun
+from job.several.stages import recipe_groups, rows_of_blob
 from job.errors import JobError
 from job.execution import Capabilities
 from runners.ray.cluster import Scaling, cluster_devices, plan_scaling
@@ -42,7 +47,7 @@ PIPELINE_CPUS = 1
 
 
 def classify(dataset: ray.data.Dataset, *, num_gpu_actors: int | None = None, num_cpu_actors: int | None = None,
-             **options: object) -> ray.data.Dataset:
+             models: list[dict] | None = None, **options: object) -> ray.data.Dataset | list[ray.data.Dataset]:
     """``dataset``'s rows classified: one output row per input row, the output contract's columns.
 
     ``dataset``: a column of images and, optionally, a column of ids (``id_column="id"``, any type,
@@ -68,8 +73,16 @@ def classify(dataset: ray.data.Dataset, *, num_gpu_actors: int | None = None, nu
     A bad option, a missing image column or one of a type the job cannot read raises
     ``job.errors.JobError`` here, one line naming the argument and the fix, before any work.
     Joins the running Ray, or starts a local one as Ray Data would, to see the cluster's CPUs and GPUs.
+
+    ``models=[{...}, {...}]``: several models, each entry its own options (``model=``, ``weights=``,
+    ``embeddings=``...; the others hold for every model), every model in each model actor, each image decoded once:
+    returns a list of Datasets, one a model, each with the rows that model alone returns. The pipeline then runs once,
+    here (``Dataset.materialize``: Ray has no fan-out of one stream to several consumers), and each model's Dataset
+    reads its rows from that run.
     """
     _check_actor_counts(num_gpu_actors, num_cpu_actors)
+    if models is not None:
+        return _several(dataset, models, num_gpu_actors, num_cpu_actors, options)
     api_config(options)  # a bad option is refused before the schema is read (which may read a block)
     config = api_config(options, _arrow_schema(dataset))
     if not ray.is_initialized():
@@ -82,6 +95,35 @@ def classify(dataset: ray.data.Dataset, *, num_gpu_actors: int | None = None, nu
     kwargs = {"config": config, "execution": execution}
     decoded = preprocess_stage(dataset, RayPreprocessRows, scaling, PREPROCESS_BATCH_ROWS, kwargs, batch_format="pyarrow")
     return classify_stage(decoded, config, execution, scaling, None, RayClassifyRows)
+
+
+def _several(dataset: ray.data.Dataset, models: list[dict], num_gpu_actors: int | None, num_cpu_actors: int | None,
+             options: dict[str, object]) -> list[ray.data.Dataset]:
+    """``classify`` with ``models=``: every model in each model actor, the rows of one run, a Dataset a model."""
+    schema = _arrow_schema(dataset)
+    entries = [(given, api_config(given, schema)) for given, _ in api_configs(options, models)]
+    if not ray.is_initialized():
+        ray.init()
+    executions = [api_execution(config, CAPABILITIES, cluster_devices(), engine="ray", options=given)
+                  for given, config in entries]
+    config, execution = entries[0][1], executions[0]
+    recipes = recipe_groups(executions)[0]
+    scaling = plan_scaling(max(e.batch_size for e in executions), num_gpu_actors, num_cpu_actors, files=None,
+                           crop=max(r.crop for r in recipes), max_pixels=config.max_pixels)
+    if not bringing("CPU"):
+        scaling = fit_to_cluster(scaling, int(ray.cluster_resources().get("CPU", 0)))
+    kwargs = {"config": config, "execution": execution, "recipes": recipes}
+    decoded = preprocess_stage(dataset, RayPreprocessRows, scaling, PREPROCESS_BATCH_ROWS, kwargs, batch_format="pyarrow")
+    runs = tuple(ModelRun(e, None) for e in executions)
+    rows = classify_stage(decoded, config, execution, scaling, None, RayClassifyRows, runs).materialize()
+    return [rows.map_batches(functools.partial(_model_rows, model=m, schema=contract_schema(e)), batch_format="pyarrow",
+                             batch_size=None) for m, e in enumerate(executions)]
+
+
+def _model_rows(blob: pa.Table, model: int, schema: pa.Schema) -> pa.Table:
+    """One model's rows out of a block of several (``job.several.stages.rows_blob``)."""
+    tables = [table for number, table in rows_of_blob(blob) if number == model]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def fit_to_cluster(scaling: Scaling, cpus: int) -> Scaling:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import ray
 
-from job.api.rows import contract_table, preprocess_rows, unique_ids
+from job.api.rows import contract_table, preprocess_rows, preprocess_rows_many, unique_ids
 from job.config import JobConfig
 from job.execution import Execution
 from job.feedback import IdleMeter
@@ -53,13 +53,17 @@ class RayPreprocess:
 
 
 class RayPreprocessRows:
-    """CPU actor: a block of the user's rows (image column, optional id column) -> one preprocessed block."""
+    """CPU actor: a block of the user's rows (image column, optional id column) -> one preprocessed block (the API's
+    ``models=``: its rows in each model's recipe, from one decode an image where the recipes allow)."""
 
-    def __init__(self, config: JobConfig, execution: Execution) -> None:
-        self.preprocess = Preprocess(config, execution)
+    def __init__(self, config: JobConfig, execution: Execution, recipes: tuple = ()) -> None:
+        self.preprocess = Preprocess(config, execution, recipes=recipes)
+        self.several = len(recipes) > 1
 
     def __call__(self, rows: pa.Table) -> pa.Table:
-        return block_of(preprocess_rows(self.preprocess, rows, unique_ids))
+        if not self.several:
+            return block_of(preprocess_rows(self.preprocess, rows, unique_ids))
+        return pa.concat_tables([block_of(batch) for batch in preprocess_rows_many(self.preprocess, rows, unique_ids)])
 
 
 class RayClassify:
@@ -98,12 +102,17 @@ class RayClassify:
 
 
 class RayClassifyRows(RayClassify):
-    """``RayClassify`` for the API: one model, the output contract's columns only (no timeline, no positions)."""
+    """``RayClassify`` for the API: the output contract's columns only (no timeline, no positions); several models
+    (``models=``): each model's as one IPC stream (``job.several.stages.rows_blob``)."""
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        classify = self.classify.classifiers[0]
+        classify = self.classify
         with self.meter:
-            return contract_table(classify(batch_of(batch, self.crops[0])), classify.execution)
+            if len(classify.classifiers) == 1:
+                one = classify.classifiers[0]
+                return contract_table(one(batch_of(batch, self.crops[0])), one.execution)
+            rows = [row for part in batches_of(batch, self.crops) for row in classify(part)]
+        return rows_blob([(m, contract_table(t, classify.executions[m])) for m, t in rows])
 
 
 @contextmanager

@@ -20,15 +20,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from job.api import api_config, api_execution
+from job.api.options import api_configs
 from job.api.rows import input_columns
 from job.errors import JobError
 from job.execution import Capabilities
 from runners.spark.prefetch import DEFAULT_PREFETCH
 from runners.spark.session import session_devices, workers_use_this_python
-from runners.spark.rows import ClassifyRows, spark_fields
+from job.several.stages import MODEL, ROWS
+from runners.spark.rows import ClassifyRows, ModelRows, spark_fields
 
 
-def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: object) -> DataFrame:
+def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, models: list[dict] | None = None,
+             **options: object) -> DataFrame | list[DataFrame]:
     """``df``'s rows classified: one output row per input row, the output contract's columns.
 
     ``df``: a column of images and, optionally, a column of ids (``id_column="id"``, any type, read
@@ -52,9 +55,17 @@ def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: obje
     Python workers run this interpreter unless ``PYSPARK_PYTHON`` says otherwise.
     A bad option, a missing image column or one of a type the job cannot read raises
     ``job.errors.JobError`` here, one line naming the argument and the fix, before any work.
+
+    ``models=[{...}, {...}]``: several models, each entry its own options (``model=``, ``weights=``,
+    ``embeddings=``...; the others hold for every model), every model in each Python worker, each image decoded once:
+    returns a list of DataFrames, one a model, each with the rows that model alone returns. They share one persisted
+    DataFrame of the models' rows (``DataFrame.persist``): the first action computes it, the others read it; call
+    ``unpersist`` on any of them's ``persisted`` attribute when done.
     """
     if not isinstance(prefetch, int) or prefetch < 0:
         raise JobError(f"prefetch={prefetch!r}: pass 0 (no read-ahead) or more batches")
+    if models is not None:
+        return _several(df, models, prefetch, options)
     api_config(options)  # a bad option first, whatever the columns
     config = api_config(options, arrow_schema(df))
     workers_use_this_python(df.sparkSession)
@@ -62,6 +73,26 @@ def classify(df: DataFrame, *, prefetch: int = DEFAULT_PREFETCH, **options: obje
     columns = input_columns(df.columns, config.image_column, config.id_column)
     schema = from_arrow_schema(pa.schema(spark_fields(execution)))
     return df.select(*columns).mapInArrow(ClassifyRows(config, execution, prefetch), schema)
+
+
+def _several(df: DataFrame, models: list[dict], prefetch: int, options: dict[str, object]) -> list[DataFrame]:
+    """``classify`` with ``models=``: every model in each Python worker, one persisted run, a DataFrame a model."""
+    schema = arrow_schema(df)
+    entries = [(given, api_config(given, schema)) for given, _ in api_configs(options, models)]
+    workers_use_this_python(df.sparkSession)
+    devices = session_devices(df.sparkSession)
+    executions = tuple(api_execution(config, Capabilities(), devices, engine="spark", options=given)
+                       for given, config in entries)
+    config = entries[0][1]
+    columns = input_columns(df.columns, config.image_column, config.id_column)
+    blobs = from_arrow_schema(pa.schema([pa.field(MODEL, pa.int16()), pa.field(ROWS, pa.binary())]))
+    rows = df.select(*columns).mapInArrow(ClassifyRows(config, executions[0], prefetch, executions), blobs).persist()
+    out = []
+    for model, execution in enumerate(executions):
+        frame = rows.mapInArrow(ModelRows(model), from_arrow_schema(pa.schema(spark_fields(execution))))
+        frame.persisted = rows  # what the caller unpersists once done with every model's rows
+        out.append(frame)
+    return out
 
 
 def arrow_schema(df: DataFrame) -> pa.Schema:

@@ -32,3 +32,15 @@ def assert_same_rows(api_rows: list[dict], command_rows: list[dict]) -> None:
 def cosine(a: list[float], b: list[float]) -> float:
     x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
+
+
+# Two models as an API's models= names them: a classifier, and another model's embeddings alone at another size.
+TWO_MODELS = [{"model": "resnet18", "weights": "random", "resize": 40, "crop": 32},
+              {"model": "resnet50", "weights": "random", "embeddings": "only", "resize": 48, "crop": 40}]
+
+
+def assert_each_models_rows(several: list[list[dict]], alone: list[list[dict]]) -> None:
+    """Each model's rows of a models= call as a call of that model alone gives them."""
+    assert len(several) == len(alone)
+    for mine, theirs in zip(several, alone):
+        assert_same_rows(mine, theirs)

@@ -72,3 +72,15 @@ def test_tensors_and_sparks_image_struct_are_pixels_without_raw_shape(classify):
         assert np.allclose(table.column("score").to_pylist(), expected.column("score")[0].as_py(), atol=1e-5)
     with pytest.raises(JobError, match=r"^image_column='image' holds lists of uint8 \(raw pixels\) and the rows give no shape"):
         classify(pa.table({"image": pa.array([[1, 2, 3]], pa.list_(pa.uint8()))}))
+
+
+def test_several_models_in_one_call_give_each_models_own_rows(tmp_path):
+    from tests.common.api_rows import TWO_MODELS, assert_each_models_rows
+
+    write_mixed(str(tmp_path / "in"))
+    table = pq.read_table(str(tmp_path / "in"))
+    tables = Classifier(models=TWO_MODELS, batch_size=8)(table)  # each image decoded once for both
+    assert_each_models_rows([t.to_pylist() for t in tables],
+                            [Classifier(**entry, batch_size=8)(table).to_pylist() for entry in TWO_MODELS])
+    with pytest.raises(JobError, match="weights= with models=: each model's own options go in its entry"):
+        Classifier(models=TWO_MODELS, weights="random")

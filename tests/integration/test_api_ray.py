@@ -71,3 +71,13 @@ def test_the_ray_calls_actors_leave_the_pipeline_a_cpu():
     assert fit_to_cluster(asked, cpus=4).actor_cpus == 0.6
     with pytest.raises(JobError, match=r"^classify: the Ray cluster has 1 CPU; .*: start Ray with more, e.g. ray.init\(num_cpus=2\)$"):
         fit_to_cluster(laptop, cpus=1)
+
+
+def test_several_models_in_one_call_give_a_dataset_a_model_with_its_own_rows(tmp_path):
+    from tests.common.api_rows import TWO_MODELS, assert_each_models_rows
+
+    write_mixed(str(tmp_path / "in"))
+    images = ray.data.read_parquet(str(tmp_path / "in"))
+    several = classify(images, models=TWO_MODELS, batch_size=8)
+    alone = [classify(images, **entry, batch_size=8).take_all() for entry in TWO_MODELS]
+    assert_each_models_rows([dataset.take_all() for dataset in several], alone)

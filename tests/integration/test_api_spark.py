@@ -91,3 +91,15 @@ def test_the_workers_run_the_drivers_python_by_path(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "not a recognised image format" in done.stdout
+
+
+def test_several_models_in_one_call_give_a_dataframe_a_model_with_its_own_rows(spark, tmp_path):
+    from tests.common.api_rows import TWO_MODELS, assert_each_models_rows
+
+    write_mixed(str(tmp_path / "in"))
+    images = spark.read.parquet(str(tmp_path / "in"))
+    several = classify(images, models=TWO_MODELS, batch_size=8)
+    rows = [[row.asDict(recursive=True) for row in frame.collect()] for frame in several]
+    several[0].persisted.unpersist()
+    alone = [[row.asDict(recursive=True) for row in classify(images, **entry, batch_size=8).collect()] for entry in TWO_MODELS]
+    assert_each_models_rows(rows, alone)
