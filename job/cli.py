@@ -150,8 +150,9 @@ def _add_reruns(group: argparse._ArgumentGroup) -> None:
                             "the new model's (one commit a night; the rows' model column says which made them)")
     group.add_argument("--rollout-time", type=duration, metavar="DURATION",
                        help="--incremental with a new model: re-score as many of the other files, oldest first, as fit in "
-                            "DURATION (3h, 90m, 1h30m) at the rate this table's nights measured, after the night's new and "
-                            "changed files and its start-up (with --rollout-files too: the fewer)")
+                            "DURATION (3h, 90m, 1h30m) at the rate this table's nights measured with the new model (its first "
+                            "night: one file, to measure it), after the night's new and changed files and its start-up "
+                            "(with --rollout-files too: the fewer)")
     group.add_argument("--resume", action="store_true",
                        help="finish an interrupted job on --output: keep its committed parts, run what the stopped night "
                             "had left (a finished job with nothing left: nothing to do)")

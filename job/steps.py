@@ -30,6 +30,7 @@ from job.night import formats
 from job.night.begin import begin_night
 from job.night.finish import Ran, finish_job
 from job.night.manifest import MANIFEST
+from job.night.options import model_label
 from job.night.plan import NightPlan
 from job.night.planning import plan_night
 from job.night.summary import decisions_line, print_summary
@@ -68,7 +69,8 @@ def decide_job(prepared: PreparedJob, engine: Engine, devices: Devices,
     # The rows' options do not weigh the images (only --compile auto does): decided for the night's rows once known.
     shaping = decide(config, engine.capabilities, devices, images=0, model=prepared.model, engine=engine.name)
     options = output_options(config, plan, shaping)
-    window = rollout_window(config.rollout_time, prepared.output, engine.name) if config.rollout_time else None
+    window = (rollout_window(config.rollout_time, prepared.output, engine.name, model_label(options))
+              if config.rollout_time else None)
     night = planned if planned is not None and planned.options == options else plan_night(
         config, plan, prepared.held, options, prepared.run_id, window)
     execution = decide(config, engine.capabilities, devices, images=night.pending.rows, model=prepared.model,

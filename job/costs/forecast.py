@@ -52,11 +52,12 @@ def night_rate(night: NightPlan, engine: str) -> Rate | None:
     return table_rate(night.output, engine=engine, model=label) or table_rate(night.output, engine=engine)
 
 
-def rollout_window(seconds: float, output: Location, engine: str) -> Window:
-    """``--rollout-time``'s window at the rate this table's nights measured on ``engine`` (none yet: it says so)."""
-    rate = table_rate(output, engine=engine)
+def rollout_window(seconds: float, output: Location, engine: str, model: str) -> Window:
+    """``--rollout-time``'s window at the rate this table's nights measured on ``engine`` with tonight's ``model`` (the
+    rows' model label): the older model's rate would size the night for another model's cost. None yet: it says so."""
+    rate = table_rate(output, engine=engine, model=model)
     if rate is None:
-        return Window(seconds, None)
+        return Window(seconds, None, source=f"no night of {model} on {engine} measured on this table yet")
     return Window(seconds, rate.images_per_sec, rate.startup_seconds, rate.source)
 
 
