@@ -9,6 +9,10 @@ model.tar.gz (our handler and shared code), transform every shard (on AWS: a tra
 ``--local``: a loopback server holding the packaged handler), turn the ``.out`` objects into
 one committed part per input file, and let the shared driver verify them and write the
 manifest. ``--resume`` shards and transforms only the input files without a part.
+
+``--models FILE`` (several models, ``job.several``): one archive holds every model, one transform job serves them
+all; each shard is read and its images decoded once in the container for every model that scores its input file, and
+each ``.out`` is split into each model's part of that file, committed under that model's table.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import dataclasses
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,9 +37,9 @@ from job.driver import commands
 from job.engine import Engine, EngineRun, Job
 from job.errors import JobError
 from job.execution import Capabilities, Devices, this_machine
-from job.output.parts import STAGING
+from job.output.parts import STAGING, Parts
 from runners.sagemaker import aws, container, local_transform, package, server, wheels
-from runners.sagemaker.assemble import assemble
+from runners.sagemaker.assemble import ModelTable, assemble, assemble_several
 from runners.sagemaker.instances import devices_of
 from runners.sagemaker.options import SageMakerOptions, add_sagemaker_options, options_from_args
 from runners.sagemaker.shard import Sharding, write_shards
@@ -67,7 +72,8 @@ def transform_local(job: Job, options: SageMakerOptions, tar_path: str, shards: 
         try:
             print(f"sagemaker --local: serving on {serving.url}, {len(shards)} shards", file=sys.stderr)
             transform = local_transform.Transform(serving.url, child(staging, "input"), child(staging, "output"),
-                                                  options.max_concurrent_transforms, options.max_payload_mb)
+                                                  options.max_concurrent_transforms, options.max_payload_mb,
+                                                  several=len(job.runs) > 1)
             return local_transform.run_transform(transform, shards)
         finally:
             serving.shutdown()
@@ -103,20 +109,31 @@ def transform_aws(job: Job, options: SageMakerOptions, tar_path: str, staging: L
 
 def run_transform(job: Job, options: SageMakerOptions, staging: Location,
                   serving_wheels: list[Path]) -> tuple[Sharding, dict[str, str]]:
-    sharding = write_shards(job.pending, child(staging, "input"), options.max_payload_mb)
+    several = len(job.runs) > 1  # each shard names its input file: the container runs the models that score it
+    sharding = write_shards(job.pending, child(staging, "input"), options.max_payload_mb, file_column=several)
     with tempfile.TemporaryDirectory(prefix="sagemaker-package-") as tmp:
-        tar_path = package.build_model_tar(job.config, job.execution, tmp, serving_wheels)
+        tar_path = package.build_model_tar(job.config, job.execution, tmp, serving_wheels, job.runs if several else ())
         if options.local:
             return sharding, transform_local(job, options, tar_path, sharding.shards, staging)
         return sharding, transform_aws(job, options, tar_path, staging)
 
 
 def transform_and_assemble(job: Job, options: SageMakerOptions, serving_wheels: list[Path]) -> EngineRun:
-    """Shard, transform and commit the part of every pending input file."""
+    """Shard, transform and commit the part of every pending input file (several models: each model's part)."""
     staging = staging_location(job, options)
     sharding, failures = run_transform(job, options, staging, serving_wheels)
     if "*" in failures:  # AWS: the job failed; shards without .out carry its reason
         failures = {shard: failures["*"] for shard in sharding.shards}
+    assembling = assemble_models if len(job.runs) > 1 else assemble_model
+    run = assembling(job, options, sharding, failures, staging)
+    with storage_errors(staging.uri):
+        staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
+    return run
+
+
+def assemble_model(job: Job, options: SageMakerOptions, sharding: Sharding, failures: dict[str, str],
+                   staging: Location) -> EngineRun:
+    """One model: each input file's rows of its shards' ``.out`` objects, committed as its part."""
     events: list[tuple[float, int]] = []  # (when a shard's .out was written, its rows): the timeline
 
     def commit(index: int, rows: pa.Table) -> str:
@@ -126,12 +143,34 @@ def transform_and_assemble(job: Job, options: SageMakerOptions, serving_wheels: 
 
     failed = assemble(sharding.files, child(staging, "input"), child(staging, "output"), commit, job.parts.schema, failures,
                       shard_done=lambda at, rows: events.append((at, rows)))
-    with storage_errors(staging.uri):
-        staging.filesystem.delete_dir(staging.path)  # shards and .out objects: only the committed parts stay
-    facts = {"shards": len(sharding.shards), "failed_shards": failed}
     # The model runs inside the container, out of the driver's sight: no device figure.
-    return EngineRun(settings={"sagemaker": {**dataclasses.asdict(options), **facts}}, progress=events,
-                     device_seconds=0.0, predictors=0)
+    return EngineRun(settings=_settings(options, sharding, failed), progress=events, device_seconds=0.0, predictors=0)
+
+
+def assemble_models(job: Job, options: SageMakerOptions, sharding: Sharding, failures: dict[str, str],
+                    staging: Location) -> EngineRun:
+    """Several models: each model's rows of each ``.out`` committed as its part of the shard's input file; each
+    model's progress and its time in its calls, and the run's decodes, as the container's rows tell them."""
+    def committer(parts: Parts) -> Callable[[int, pa.Table], str]:
+        def commit(index: int, rows: pa.Table) -> str:
+            if not options.local:  # on AWS the display learns of rows only now; --local's counted each response
+                progress.advance(rows.num_rows)
+            return parts.write(job.pending.files[index], rows)
+        return commit
+
+    tables = [ModelTable(run.parts.schema, run.files, committer(run.parts)) for run in job.runs]
+    done = assemble_several(sharding.files, child(staging, "input"), child(staging, "output"), tables, failures)
+    # The devices are out of the driver's sight (no busy fraction), but the rows carry each model's time in its calls.
+    return EngineRun(settings=_settings(options, sharding, done.failed), progress=done.progress[0],
+                     device_seconds=sum(done.model_seconds), predictors=0,
+                     models=[(events, seconds) for events, seconds in zip(done.progress, done.model_seconds)],
+                     decodes=done.decodes, decode_seconds=round(done.decode_seconds, 3))
+
+
+def _settings(options: SageMakerOptions, sharding: Sharding, failed: list[str]) -> dict:
+    """The manifest's ``settings``: the SageMaker options, the shards and those that failed."""
+    facts = {"shards": len(sharding.shards), "failed_shards": failed}
+    return {"sagemaker": {**dataclasses.asdict(options), **facts}}
 
 
 class SageMakerSession:
@@ -159,15 +198,15 @@ class SageMakerSession:
 
 
 def check_args(args: argparse.Namespace, config: JobConfig) -> None:
+    """Refusals before any planning: a bad option; on AWS, a model (each --models entry's) whose library the official
+    serving image lacks."""
     options = options_from_args(args)  # a bad option stops the job before any planning
-    if args.models is not None:
-        raise JobError("--models with runners.sagemaker_job: a Batch Transform job here serves one model's archive; run "
-                       "one sagemaker_job per entry, or the entries together on runners.ray_job, spark_job or local_job")
     source = parse_model(config.model).source
     if source.extra is not None and not options.local and options.image_uri is None:
         # The archive carries the wheels the official image lacks for our code (wheels.SERVING_PACKAGES), not a
         # model library's whole dependency tree, which --no-index installs could not complete.
-        raise JobError(f"--model {config.model} on AWS needs the [{source.extra}] extra's packages "
+        named = f"--models {args.models} entry's model" if args.models is not None else "--model"
+        raise JobError(f"{named} {config.model} on AWS needs the [{source.extra}] extra's packages "
                        f"({', '.join(source.modules)}) in the serving image, which the official PyTorch image lacks: "
                        "pass --image-uri of an image that has them, or run it here with --local")
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from job import progress
+from job.several.stages import rows_of_blob
 from runners.sagemaker.assemble import OUT_SUFFIX
 from runners.sagemaker.serving.codecs import PARQUET
 from storage import Location, storage_errors
@@ -36,6 +37,7 @@ class Transform:
     outputs: Location  # where the .out objects go
     max_concurrent_transforms: int
     max_payload_mb: int  # the job's MaxPayloadInMB: a larger object is never sent
+    several: bool = False  # --models: a response holds each model's rows of the shard (the display counts them all)
 
 
 def run_transform(transform: Transform, shards: list[str]) -> dict[str, str]:
@@ -67,8 +69,18 @@ def _transform_one(transform: Transform, shard: str) -> str | None:
     out = transform.outputs.join(shard + OUT_SUFFIX)
     with storage_errors(transform.outputs.uri_of(out)), transform.outputs.filesystem.open_output_stream(out) as sink:
         sink.write(payload)
-    progress.advance(pq.ParquetFile(pa.BufferReader(body)).metadata.num_rows)  # the shard's rows are done
+    progress.advance(_rows_done(body, payload, transform.several))
     return None
+
+
+def _rows_done(body: bytes, payload: bytes, several: bool) -> int:
+    """The rows a 200 response finished: the shard's (one model), or every model's rows of it (several)."""
+    if not several:
+        return pq.ParquetFile(pa.BufferReader(body)).metadata.num_rows
+    try:
+        return sum(rows.num_rows for _, rows in rows_of_blob(pq.read_table(pa.BufferReader(payload))))
+    except (KeyError, pa.ArrowInvalid):  # not several models' rows: assemble makes the shard error rows, naming why
+        return 0
 
 
 def post(url: str, body: bytes, content_type: str = PARQUET) -> tuple[int, bytes]:

@@ -14,6 +14,10 @@ Layout (the container unpacks it into /opt/ml/model)::
     code/requirements.txt, code/wheels/   for AWS only: what the image lacks (pyarrow, simplejpeg), as
                          wheels for its Python, installed at start-up with no index
 
+Several models (``--models``): each model's ``model.pth`` and ``model/`` lie under ``models/<n>/`` (``n``: its index
+in the run), as one model's lie at the top, so two models' files never collide; ``serving.json``'s ``models`` lists
+each one's plan, its folder and the run's input files it scores, in place of the one ``execution``.
+
 Use ``build_model_tar`` once per job, before the transform; ``upload`` puts it on S3. The
 model's container variables (``container.environment()``) name ``code/handler.py``.
 """
@@ -25,6 +29,7 @@ import hashlib
 import io
 import json
 import os
+import posixpath
 import tarfile
 import tempfile
 from collections.abc import Sequence
@@ -36,6 +41,7 @@ from inference import ModelSpec, load_model
 from inference.sources import source_of
 from inference.weights import OWN_WEIGHTS, RANDOM_WEIGHTS
 from job.config import JobConfig
+from job.engine import ModelRun
 from job.execution import Execution
 from runners.sagemaker import wheels as serving_wheels
 from runners.sagemaker.container import ENTRY_POINT
@@ -44,11 +50,17 @@ from runners.sagemaker.serving import handler
 from storage import Location, storage_errors
 
 SERVING_FIELDS = ("image_column", "raw_shape", "topk", "max_pixels")  # the JobConfig fields the handler reads
+SEVERAL_FOLDER = "models/{number}"  # several models: the archive folder of the run's ``number``-th model's files
 
 
 def serving_options(config: JobConfig, execution: Execution) -> dict:
     """What the handler needs to know about the job: its options and its plan (the model, as archived)."""
-    return {"config": {name: getattr(config, name) for name in SERVING_FIELDS}, "execution": execution.to_dict()}
+    return {"config": stage_options(config), "execution": execution.to_dict()}
+
+
+def stage_options(config: JobConfig) -> dict:
+    """The job options the handler's stages read (``SERVING_FIELDS``): the input's, shared by every model of a run."""
+    return {name: getattr(config, name) for name in SERVING_FIELDS}
 
 
 def archive_weights(model: ModelSpec, path: str, s3_endpoint_url: str | None = None) -> ModelSpec:
@@ -66,34 +78,62 @@ def archive_weights(model: ModelSpec, path: str, s3_endpoint_url: str | None = N
     return dataclasses.replace(model, weights=handler.WEIGHTS_FILE, weights_sha256=sha256)
 
 
-def archive_folder(model: ModelSpec, tar: tarfile.TarFile, s3_endpoint_url: str | None = None) -> ModelSpec:
-    """Add a folder source's files (an HF folder, an MLflow model) under ``handler.MODEL_FOLDER``; returns the spec
-    that reads them there (the weights' digest unchanged: the same bytes). A source whose model is a name and a weights
-    file (torchvision, timm: its ``folder`` gives None) is returned as it is."""
+def archive_folder(model: ModelSpec, tar: tarfile.TarFile, s3_endpoint_url: str | None = None,
+                   under: str = "") -> ModelSpec:
+    """Add a folder source's files (an HF folder, an MLflow model) under ``handler.MODEL_FOLDER`` (in the archive's
+    folder ``under``); returns the spec that reads them there, relative to ``under`` (the weights' digest unchanged:
+    the same bytes). A source whose model is a name and a weights file (torchvision, timm: its ``folder`` gives None)
+    is returned as it is."""
     folder = source_of(model.kind).folder(model, s3_endpoint_url)
     if folder is None:
         return model
     for root, _, names in os.walk(folder):
         for name in sorted(names):
             path = os.path.join(root, name)
-            tar.add(path, f"{handler.MODEL_FOLDER}/{os.path.relpath(path, folder)}")
+            tar.add(path, posixpath.join(under, handler.MODEL_FOLDER, os.path.relpath(path, folder)))
     return dataclasses.replace(model, location=handler.MODEL_FOLDER, store=None)
 
 
-def build_model_tar(config: JobConfig, execution: Execution, directory: str, wheels: Sequence[Path] = ()) -> str:
+def archive_model(config: JobConfig, execution: Execution, tar: tarfile.TarFile, tmp: str,
+                  under: str = "") -> Execution:
+    """Add the files of ``execution``'s model (its folder source's files, its weights file) in the archive's folder
+    ``under`` ("": the top); returns the plan that reads them there, relative to that folder."""
+    model = archive_folder(execution.model, tar, config.s3_endpoint_url, under)
+    if model.weights not in (RANDOM_WEIGHTS, OWN_WEIGHTS):  # a weights file: torchvision's or timm's
+        weights = os.path.join(tmp, under, handler.WEIGHTS_FILE)
+        os.makedirs(os.path.dirname(weights), exist_ok=True)
+        model = archive_weights(model, weights, config.s3_endpoint_url)
+        tar.add(weights, posixpath.join(under, handler.WEIGHTS_FILE))
+    return dataclasses.replace(execution, model=model)
+
+
+def archive_models(config: JobConfig, models: Sequence[ModelRun], tar: tarfile.TarFile, tmp: str) -> list[dict]:
+    """Several models' files, each in its own folder of the archive; serving.json's entry of each."""
+    entries = []
+    for number, run in enumerate(models):
+        folder = SEVERAL_FOLDER.format(number=number)
+        execution = archive_model(config, run.execution, tar, tmp, folder)
+        files = None if run.files is None else sorted(run.files)
+        entries.append({"execution": execution.to_dict(), "folder": folder, "files": files})
+    return entries
+
+
+def build_model_tar(config: JobConfig, execution: Execution, directory: str, wheels: Sequence[Path] = (),
+                    models: Sequence[ModelRun] = ()) -> str:
     """Write ``directory/model.tar.gz``; returns its path.
 
     ``wheels`` (from ``wheels.fetch``) go into ``code/wheels/`` with the requirements.txt that
     installs them offline; without them there is no requirements.txt (``--local`` runs here).
+    ``models``: a run's models (``Job.runs``); more than one, and the archive holds every one of them (``execution``
+    is then the first's), each under its own folder.
     """
     path = os.path.join(directory, "model.tar.gz")
     with tempfile.TemporaryDirectory(prefix="model-") as tmp, tarfile.open(path, "w:gz") as tar:
-        execution = dataclasses.replace(execution, model=archive_folder(execution.model, tar, config.s3_endpoint_url))
-        if execution.model.weights not in (RANDOM_WEIGHTS, OWN_WEIGHTS):  # a weights file: torchvision's or timm's
-            weights = os.path.join(tmp, handler.WEIGHTS_FILE)
-            execution = dataclasses.replace(execution, model=archive_weights(execution.model, weights, config.s3_endpoint_url))
-            tar.add(weights, handler.WEIGHTS_FILE)
-        _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving_options(config, execution), indent=2).encode())
+        if len(models) > 1:
+            serving = {"config": stage_options(config), handler.SEVERAL: archive_models(config, models, tar, tmp)}
+        else:
+            serving = serving_options(config, archive_model(config, execution, tar, tmp))
+        _add_bytes(tar, handler.SERVING_CONFIG, json.dumps(serving, indent=2).encode())
         if wheels:
             _add_bytes(tar, "code/requirements.txt", serving_wheels.requirements_txt(list(wheels)).encode())
             for wheel in wheels:

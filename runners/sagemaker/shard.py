@@ -6,7 +6,8 @@ sends each input object as one request no larger than ``MaxPayloadInMB``; each o
 into consecutive row ranges whose Parquet bytes fit the cap (encoded images barely
 compress, so the in-memory size is a close guess; a shard that still comes out too big is
 halved). A shard carries ``id`` (our row ids) and the image column (plus per-row shape
-columns for raw pixels). A single image bigger than the cap cannot be sent at all: it
+columns for raw pixels; with several models, ``FILE``: the index of its input file in the plan, so the
+handler runs only the models that score that file). A single image bigger than the cap cannot be sent at all: it
 becomes an error row here, so nothing is lost; so does an image object that could not be read
 (``job.input.objects``: gone since the plan, too large), with the reader's reason.
 """
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 from runners.sagemaker.serving.handler import ID_COLUMN
 from job.input.objects import READ_ERROR
 from job.input.plan import SHAPE_COLUMNS, InputPlan, read_file
+from job.output.parts import FILE
 from storage import Location, storage_errors
 
 MB = 1024 * 1024
@@ -50,15 +52,18 @@ class Sharding:
         return [shard for file in self.files for shard in file.shards]
 
 
-def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sharding:
-    """Write ``shard-FFFFF-NNNN.parquet`` objects under ``location``; returns their names."""
+def write_shards(plan: InputPlan, location: Location, max_payload_mb: int, file_column: bool = False) -> Sharding:
+    """Write ``shard-FFFFF-NNNN.parquet`` objects under ``location``; returns their names.
+
+    ``file_column`` (several models): each shard also carries ``FILE``, its input file's index in ``plan``.
+    """
     cap = max_payload_mb * MB
     sharding = Sharding()
     with storage_errors(location.uri):
         location.filesystem.create_dir(location.path, recursive=True)
     for index, file in enumerate(plan.files):
         shards = FileShards()
-        for number, table in enumerate(_file_shards(plan, file, cap, shards.oversized)):
+        for number, table in enumerate(_file_shards(plan, index, cap, shards.oversized, file_column)):
             name = f"shard-{index:05d}-{number:04d}.parquet"
             for part, data in enumerate(_serialize(table, cap)):
                 part_name = name if part == 0 else name.replace(".parquet", f"-{part}.parquet")
@@ -68,12 +73,14 @@ def write_shards(plan: InputPlan, location: Location, max_payload_mb: int) -> Sh
     return sharding
 
 
-def _file_shards(plan: InputPlan, file, cap: int, oversized: dict[str, str]) -> Iterator[pa.Table]:
-    """Tables of consecutive rows of one file, each about ``cap`` bytes or less in memory."""
+def _file_shards(plan: InputPlan, index: int, cap: int, oversized: dict[str, str],
+                 file_column: bool) -> Iterator[pa.Table]:
+    """Tables of consecutive rows of the plan's ``index``-th file, each about ``cap`` bytes or less in memory."""
     budget, pending, size = cap - FOOTER_MARGIN, [], 0
-    for ids, records in read_file(plan, file, READ_ROWS):
+    for ids, records in read_file(plan, plan.files[index], READ_ROWS):
         ids, records = _read_rows(ids, records, oversized)
-        for row in _rows_that_fit(_shard_table(plan, ids, records), budget, cap, oversized):
+        table = _shard_table(plan, ids, records, index if file_column else None)
+        for row in _rows_that_fit(table, budget, cap, oversized):
             if pending and size + row.nbytes > budget:
                 yield pa.concat_tables(pending)
                 pending, size = [], 0
@@ -106,10 +113,13 @@ def _rows_that_fit(table: pa.Table, budget: int, cap: int, oversized: dict[str, 
     return [row for row in rows if row.nbytes <= budget]
 
 
-def _shard_table(plan: InputPlan, ids: list[str], records: pa.RecordBatch) -> pa.Table:
+def _shard_table(plan: InputPlan, ids: list[str], records: pa.RecordBatch, index: int | None) -> pa.Table:
+    """The rows as a shard carries them; ``index``: their input file's, in ``FILE`` (None: no such column)."""
     columns = {ID_COLUMN: pa.array(ids, pa.string()), plan.image_column: records.column(plan.image_column)}
     if plan.shape_columns:
         columns.update({c: records.column(c) for c in SHAPE_COLUMNS})
+    if index is not None:
+        columns[FILE] = pa.array([index] * len(ids), pa.int32())
     return pa.table(columns)
 
 

@@ -112,6 +112,7 @@ def test_a_folder_source_and_a_timm_checkpoint_travel_in_the_archive(tmp_path):
         execution = cpu_execution(config)
         unpacked = package.unpack(package.build_model_tar(config, execution, str(tmp_path)), str(tmp_path / name))
         archived = json.load(open(f"{unpacked}/serving.json"))["execution"]["model"]
+        assert not os.path.exists(f"{unpacked}/models"), "one model's files lie at the top (models/<n>/: several)"
         model = handler.model_fn(unpacked)  # loads from the archive alone: the folder's copy, or model.pth
         if name == "hf":
             assert archived["location"] == handler.MODEL_FOLDER and os.path.exists(f"{unpacked}/model/model.safetensors")
@@ -122,3 +123,46 @@ def test_a_folder_source_and_a_timm_checkpoint_travel_in_the_archive(tmp_path):
             mine = model.classify.predictor._model(images)[1]
             theirs = package.load_model(execution.model).module(images) if name == "timm" else None
         assert mine.shape == (2, 10) and (theirs is None or torch.allclose(mine, theirs, atol=1e-5))
+
+
+def test_several_models_each_travel_in_their_own_folder_and_load_once(tmp_path):
+    """Two timm checkpoints (each a model.pth) and a Hugging Face folder in one archive: no file collides, the top
+    holds no model's files (that layout is one model's), and the handler loads every model and runs only those that
+    score a shard's input file."""
+    import pyarrow as pa
+
+    from job.engine import ModelRun
+    from job.output.parts import FILE
+    from job.several.stages import rows_of_blob
+    from tests.common.datasets import mixed_rows
+
+    library_or_skip("timm", "timm")
+    library_or_skip("transformers", "hf")
+    from tests.common.model_sources import hf_folder, timm_checkpoint
+
+    timm_checkpoint(tmp_path / "vit.pt", "test_vit")
+    timm_checkpoint(tmp_path / "efficientnet.pt", "test_efficientnet")
+    configs = [JobConfig(input=None, output=None, model="timm:test_vit", weights=str(tmp_path / "vit.pt")),
+               JobConfig(input=None, output=None, model="timm:test_efficientnet",
+                         weights=str(tmp_path / "efficientnet.pt")),
+               JobConfig(input=None, output=None, model=f"hf:{hf_folder(tmp_path / 'vit', 'vit')}", embeddings="only")]
+    scores = [None, frozenset({1}), frozenset({0})]  # the run's input files each model scores
+    runs = [ModelRun(cpu_execution(config), None, files) for config, files in zip(configs, scores)]
+    tar = package.build_model_tar(configs[0], runs[0].execution, str(tmp_path), models=runs)
+    names = set(tarfile.open(tar).getnames())
+    assert {"models/0/model.pth", "models/1/model.pth", "models/2/model/model.safetensors"} <= names
+    assert not {"model.pth", "model", "models/2/model.pth"} & names and not any(n.startswith("model/") for n in names)
+    unpacked = package.unpack(tar, str(tmp_path / "model"))
+    serving = json.load(open(f"{unpacked}/serving.json"))
+    assert "execution" not in serving and [(m["folder"], m["files"]) for m in serving["models"]] == \
+        [("models/0", None), ("models/1", [1]), ("models/2", [0])]
+    model = handler.model_fn(unpacked)
+    weights = [run.execution.model.weights for run in model.runs[:2]]
+    assert weights == [f"{unpacked}/models/{n}/model.pth" for n in (0, 1)]
+    assert model.runs[2].execution.model.location == f"{unpacked}/models/2/model"
+    rows = mixed_rows(good=2)
+    shard = pa.table({"id": [i for i, _ in rows], "image": pa.array([d for _, d in rows], pa.binary()),
+                      FILE: pa.array([1] * len(rows), pa.int32())})
+    answered = dict(rows_of_blob(handler.predict_fn(shard, model)))
+    assert sorted(answered) == [0, 1]  # the embedder scores file 0 only: not run on file 1's rows
+    assert all(table.column("id").to_pylist() == [i for i, _ in rows] for table in answered.values())

@@ -14,7 +14,9 @@ import pytest
 from job.config import JobConfig
 from job.errors import JobError
 from job.output.rows import output_schema
-from runners.sagemaker.assemble import _written_at, assemble
+from job.output.parts import FILE
+from job.several.stages import rows_blob
+from runners.sagemaker.assemble import ModelTable, _written_at, assemble, assemble_several
 from runners.sagemaker.options import SageMakerOptions
 from runners.sagemaker.shard import MB, FileShards, write_shards
 from job.prepare import plan_input
@@ -108,3 +110,47 @@ def test_a_shard_done_is_never_placed_before_the_second_s3_says_it_was_written_i
     assert _written_at(pafs.FileInfo("b/x.out", pafs.FileType.File, mtime=fine)) == fine.timestamp()
     this_second = datetime.now(timezone.utc).replace(microsecond=0)  # its end is most likely still to come
     assert _written_at(pafs.FileInfo("b/x.out", pafs.FileType.File, mtime=this_second)) <= time.time()
+
+
+def _model_rows(ids: list[str], schema: pa.Schema, decodes: float) -> pa.Table:
+    """A model's rows of a shard as the handler sends them: its columns, then its time and the decodes (first row)."""
+    columns = {field.name: pa.nulls(len(ids), field.type) for field in schema}
+    columns["id"] = pa.array(ids, pa.string())
+    times = {"device_seconds": [0.5] * len(ids), "decodes": [decodes] + [0.0] * (len(ids) - 1),
+             "decode_seconds": [decodes / 10] + [0.0] * (len(ids) - 1)}
+    return pa.table({**columns, **{name: pa.array(values, pa.float64()) for name, values in times.items()}})
+
+
+def test_several_models_shards_name_their_file_and_each_out_is_split_by_model(tmp_path):
+    os.makedirs(tmp_path / "in")
+    files = {"part-0": ["a", "b"], "part-1": ["c", "d", "big"], "part-2": ["e"]}
+    for name, ids in files.items():
+        images = [os.urandom(int(1.5 * MB) if i == "big" else 1000) for i in ids]
+        table = pa.table({"id": ids, "image": pa.array(images, pa.binary())})
+        pq.write_table(table, tmp_path / "in" / f"{name}.parquet")
+    config = JobConfig(input=str(tmp_path / "in"), output=None, weights="random")
+    shards, outs = resolve(str(tmp_path / "shards")), resolve(str(tmp_path / "out"))
+    sharding = write_shards(plan_input(resolve(config.input), config), shards, max_payload_mb=1, file_column=True)
+    named = [pq.read_table(tmp_path / "shards" / s).column(FILE).to_pylist() for s in sharding.shards]
+    assert named == [[0, 0], [1, 1], [2]]
+    # Model 0 (a classifier) scores files 0 and 2; model 1 (an embedder) every file.
+    schemas = [pa.schema([("id", pa.string()), ("label", pa.int64()), ("error", pa.string())]),
+               pa.schema([("id", pa.string()), ("embedding", pa.list_(pa.float32(), 2)), ("error", pa.string())])]
+    os.makedirs(tmp_path / "out")
+    both = [(0, _model_rows(["a", "b"], schemas[0], 2.0)), (1, _model_rows(["b", "a"], schemas[1], 0.0))]
+    pq.write_table(rows_blob(both), tmp_path / "out" / f"{sharding.shards[0]}.out")
+    pq.write_table(rows_blob([(0, _model_rows(["e"], schemas[0], 1.0))]),  # model 1's rows missing
+                   tmp_path / "out" / f"{sharding.shards[2]}.out")
+    written: dict[tuple[int, int], list[dict]] = {}
+    tables = [ModelTable(schema, files, lambda index, rows, m=model: written.setdefault((m, index), rows.to_pylist()))
+              for model, (schema, files) in enumerate(zip(schemas, [frozenset({0, 2}), None]))]
+    done = assemble_several(sharding.files, shards, outs, tables, failures={sharding.shards[1]: "HTTP 500: boom"})
+    assert sorted(written) == [(0, 0), (0, 2), (1, 0), (1, 1), (1, 2)]  # each model's part of each file it scores
+    assert [r["id"] for r in written[0, 0]] == ["a", "b"] and not any(r["error"] for r in written[0, 0] + written[1, 0])
+    # No .out, and an image too big to send: error rows in every table that scores the file (here model 1's alone).
+    errors = {r["id"]: r["error"] for r in written[1, 1]}
+    assert "HTTP 500: boom" in errors["c"] and "HTTP 500: boom" in errors["d"] and "MaxPayloadInMB=1" in errors["big"]
+    # A .out without one scoring model's rows is no answer for either model.
+    assert all("holds the rows of models [0]" in r["error"] for r in written[0, 2] + written[1, 2])
+    assert done.failed == sharding.shards[1:] and (done.decodes, done.decode_seconds) == (2, 0.2)
+    assert [len(events) for events in done.progress] == [1, 1] and done.model_seconds == [1.0, 1.0]
