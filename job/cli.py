@@ -77,9 +77,13 @@ def examples(prog: str) -> str:
         """)
 
 
-def get_args_parser(prog: str | None = None, description: str | None = None, epilog: str | None = None) -> argparse.ArgumentParser:
-    """The options every engine shares, in groups as a user decides them; engines add an argument group of their own."""
-    parser = _OneLineParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter)
+def get_args_parser(prog: str | None = None, description: str | None = None, epilog: str | None = None,
+                    conflict_handler: str = "error") -> argparse.ArgumentParser:
+    """The options every engine shares, in groups as a user decides them; engines add an argument group of their own.
+    ``conflict_handler="resolve"``: a command that gives a shared option its own meaning (runners.capacity's
+    --price-per-hour) replaces it."""
+    parser = _OneLineParser(prog=prog, description=description, epilog=epilog, formatter_class=HelpFormatter,
+                            conflict_handler=conflict_handler)
     _add_input(parser.add_argument_group("input"))
     _add_output(parser.add_argument_group("output and table"))
     _add_reruns(parser.add_argument_group("re-runs", "what a run does with what --output already holds (none of them: "

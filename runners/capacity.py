@@ -53,7 +53,9 @@ examples:
 
 
 def get_capacity_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.capacity", description=__doc__.splitlines()[0], epilog=EXAMPLES)
+    # Its --price-per-hour prices one --instance (or unit), where a night's prices the night's machines: it replaces it.
+    parser = get_args_parser(prog="python -m runners.capacity", description=__doc__.splitlines()[0], epilog=EXAMPLES,
+                             conflict_handler="resolve")
     question = parser.add_argument_group("capacity: the question")
     question.add_argument("--images", type=positive_int(0), help="images to score; not given: every row of --input")
     question.add_argument("--deadline", type=parse_duration, metavar="DURATION",

@@ -79,12 +79,15 @@ class Comparison:
 
 
 def get_compare_args_parser() -> argparse.ArgumentParser:
-    parser = get_args_parser(prog="python -m runners.compare", description=__doc__.splitlines()[0])
+    # Its --price-per-hour prices each engine (ENGINE=USD,...), where a night's prices its machines: it replaces it.
+    parser = get_args_parser(prog="python -m runners.compare", description=__doc__.splitlines()[0],
+                             conflict_handler="resolve")
     group = parser.add_argument_group("compare")
     group.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated subset of {','.join(ENGINES)} (default: all)")
     group.add_argument("--report", help="local directory for results.json, results.md, chart.png and outputs/<engine>/ (default: a new temp dir)")
     group.add_argument("--stage", choices=STAGES, default="jobs", help="jobs: run the engines (default); preprocess: time CPU preprocessing per core; all: both")
-    group.add_argument("--price-per-hour", help="ENGINE=USD,... e.g. ray=1.006,spark=1.006: adds $ per million images")
+    group.add_argument("--price-per-hour", dest="engine_prices",
+                       help="ENGINE=USD,... e.g. ray=1.006,spark=1.006: adds $ per million images")
     group.add_argument("--instance", help="instance type priced from --prices for every engine, e.g. g5.xlarge")
     group.add_argument("--prices", default=DEFAULT_TABLE, help="price table for --instance (default: the prices.json shipped in job/costs/)")
     group.add_argument("--model-only-seconds", type=float, default=10.0, help="how long to time the model alone (default: 10)")
@@ -206,7 +209,7 @@ def run_passing_stderr(argv: Sequence[str]) -> tuple[int, str | None]:
 def run_engines(engines: list[str], config: JobConfig, model: LoadedModel, report_dir: str,
                 args: argparse.Namespace, engine_args: dict[str, list[str]]) -> tuple[list[dict], Parity, dict]:
     """Every engine's row, their parity and the model-only ceiling they are measured against."""
-    prices = engine_prices(engines, args.price_per_hour, args.instance, args.prices)
+    prices = engine_prices(engines, args.engine_prices, args.instance, args.prices)
     shown = ["--verbose"] if args.verbose else []  # a shared option outside JobConfig: what each engine prints
     done = {engine: run_engine(engine, config, report_dir, [*shown, *engine_args[engine]]) for engine in engines}
     device = choose_device()

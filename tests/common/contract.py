@@ -73,7 +73,8 @@ def assert_timeline(manifest: dict, steady_at_least_whole: bool = False) -> None
     """Every run's timeline: start-up before the end; the steady rate, when there is one, a rate;
     ``steady_at_least_whole``: the pipeline once full beats the whole job's rate (start-up included)."""
     timeline = manifest["timeline"]
-    assert set(timeline) == {"startup_seconds", "steady_images_per_sec", "device_busy_fraction", "wall_seconds", "events"}, timeline
+    assert set(timeline) == {"startup_seconds", "steady_images_per_sec", "device_busy_fraction", "wall_seconds", "events",
+                             "images_decoded", "decode_seconds", "model_seconds"}, timeline
     assert 0 < timeline["startup_seconds"] < timeline["wall_seconds"], timeline
     assert manifest["seconds"] < timeline["wall_seconds"], (manifest["seconds"], timeline)
     busy = timeline["device_busy_fraction"]

@@ -25,7 +25,7 @@ def test_help_groups_the_options_and_ends_with_three_examples(name):
         assert GROUPS[group.title] in {o for a in group._group_actions for o in a.option_strings}
     reruns = {o for a in groups[2]._group_actions for o in a.option_strings}
     assert reruns == {"--incremental", "--resume", "--overwrite", "--keep-removed", "--rollout-files", "--rollout-time",
-                      "--dry-run"}
+                      "--dry-run", "--price-per-hour"}
     shown = parser.format_help()
     examples = shown.split("\nexamples:\n", 1)[1]
     commands = [line.strip() for line in examples.splitlines() if line.strip().startswith(f"python -m {engine(name).module}")]
