@@ -28,7 +28,7 @@ A, B = ["--arch", "resnet50"], ["--arch", "resnet18"]
 
 def run_once(folder: str, rollout_files: int, table_format: str) -> dict:
     """The first night and one rollout night on ``folder``, in this process; the rollout night's figures."""
-    import job.driver
+    import job.steps
     import job.night.check
     import job.night.finish
     import job.night.held
@@ -43,7 +43,7 @@ def run_once(folder: str, rollout_files: int, table_format: str) -> dict:
     reads: Counter = Counter()
     try:
         local_job.main([*argv, *A])
-        job.driver.plan_night = _timed(seconds, "plan", job.driver.plan_night)
+        job.steps.plan_night = _timed(seconds, "plan", job.steps.plan_night)
         job.night.finish.verify = _timed(seconds, "check", job.night.finish.verify)
         job.night.check.read_part_bytes = _counted(reads, "check_parts_read", job.night.check.read_part_bytes)
         job.night.held.read_footers = _counted(reads, "plan_footers_read", job.night.held.read_footers, by=1)

@@ -280,7 +280,7 @@ def _rgb(text: str) -> tuple[float, float, float]:
 
 
 def duration(text: str) -> float:
-    """``3h``, ``90m``, ``1h30m``, ``45s`` or ``3600`` (seconds) -> seconds (``job.durations``); argparse's one line
+    """``3h``, ``90m``, ``1h30m``, ``45s`` or ``3600`` (seconds) -> seconds (``job.config.parse_duration``); argparse's one line
     otherwise."""
     try:
         return parse_duration(text)

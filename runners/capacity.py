@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from job.cli import config_from_args, get_args_parser, positive_int, run_main
+from job.cli import config_from_args, duration, get_args_parser, positive_int, run_main
 from job.costs import calibration, shipped
 from job.costs.answer import Question, answer
 from job.costs.choose import Wanted, rates_for
@@ -30,7 +30,7 @@ from job.costs.deploy_files import REPOSITORY_DEPLOY, write_deploy
 from job.costs.layout import ENGINES, RAY_CPU_NODE, RAY_HEAD, gpus_used, vcpus_per_gpu
 from job.costs.prices import DEFAULT_TABLE, Instance, Price, instance
 from job.costs.rates import UnitRates
-from job.costs.sizing import duration_text, parse_duration
+from job.costs.sizing import duration_text
 from job.errors import JobError
 from job.execution import BATCH_SIZE_CPU, BATCH_SIZE_GPU, DEFAULT_CPU_RESIZE, Devices, default_precision, model_for
 from job.output.rows import model_lineage
@@ -58,7 +58,7 @@ def get_capacity_args_parser() -> argparse.ArgumentParser:
                              conflict_handler="resolve")
     question = parser.add_argument_group("capacity: the question")
     question.add_argument("--images", type=positive_int(0), help="images to score; not given: every row of --input")
-    question.add_argument("--deadline", type=parse_duration, metavar="DURATION",
+    question.add_argument("--deadline", type=duration, metavar="DURATION",
                           help="e.g. 6h, 90m, 1h30m: choose the fewest GPUs (or machines) that finish by then, start-up "
                                "included; not given: the time on the cluster --gpus describes")
     question.add_argument("--engine", choices=ENGINES, default="ray", help="the engine the night runs")

@@ -99,24 +99,6 @@ def model_share(rates: UnitRates, vcpus: int) -> float | None:
     return min(1.0, rates.cpu.images_per_sec * vcpus / rates.model.images_per_sec)
 
 
-def parse_duration(text: str) -> float:
-    """``6h``, ``90m``, ``1h30m``, ``3600s`` or ``3600`` -> seconds; a bad one is one line naming the forms."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    total, number = 0.0, ""
-    try:
-        for char in text.strip().lower():
-            if char in units:
-                total, number = total + float(number) * units[char], ""
-            else:
-                number += char
-        total += float(number) if number else 0.0
-    except ValueError as e:
-        raise JobError(f"--deadline {text!r}: expected a duration such as 6h, 90m, 1h30m or 3600s") from e
-    if total <= 0:
-        raise JobError(f"--deadline {text!r}: expected a duration above 0, such as 6h")
-    return total
-
-
 def duration_text(seconds: float) -> str:
     """``2 h 05 min``, ``4 min 12 s`` or ``38.2 s``: for a person."""
     if seconds >= 3600:

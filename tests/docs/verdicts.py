@@ -56,6 +56,7 @@ FOLDER = "python -m runners.make_dataset --from-folder ~/Pictures --output ./my-
 MY_BUCKET = "python -m runners.make_dataset --output s3://my-bucket/images/ --images 10000"
 CMP64 = "python -m runners.make_dataset --output /tmp/cmp64/in --images 64 --rows-per-file 32"
 BENCH4 = "python -m runners.make_dataset --output /tmp/spark-bench4 --images 128 --rows-per-file 32"
+CAL_IMAGES = "python -m runners.make_dataset --output /tmp/cal/in --images 500"
 SM_BENCH = "python -m runners.make_dataset --output /tmp/sm-bench --images 128"
 FAULTS = {"--images 64": "--images 16"}
 ICEBERG_NIGHT = ("python -m runners.local_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-iceberg/ "
@@ -74,6 +75,11 @@ HF_VIT_ON_S3 = (f"python -c \"{MODEL_SOURCES}import boto3; s3 = boto3.client('s3
                 "'vit'); [s3.upload_file(str(p), 'my-bucket', f'models/vit-pets/{p.name}') for p in folder.iterdir()]\"")
 CLIP_FOLDER = f"python -c \"{MODEL_SOURCES}m.hf_folder(Path('clip-vit-base-patch32'), 'clip')\""
 MLFLOW_PETS = f"python -c \"{MODEL_SOURCES}m.mlflow_registered(Path('.').absolute())\""
+TWO_MODELS_TOML = ("echo 'models = [{model = \"resnet50\", weights = \"imagenet\", output = \"s3://my-bucket/preds-two/\"}, "
+                   "{model = \"hf:./clip-vit-base-patch32\", embeddings = \"only\", output = \"s3://my-bucket/vectors-two/\"}]' "
+                   "> models.toml")
+DRY_RUN = ("python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+           "--table-format delta --rollout-time 3h --dry-run")
 UPLOAD_PETS_37 = "python -c \"import boto3; boto3.client('s3').upload_file('pets-37.pt', 'my-bucket', 'models/pets-37.pt')\""
 
 # In the order they run: a command's `needs` come before it.
@@ -130,6 +136,22 @@ RUNS: dict[str, Run] = {
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
     "--table-format delta": Run(needs=(MY_BUCKET,), expect="ray: 12 images", slow=True),
     ICEBERG_NIGHT: Run(needs=(MY_BUCKET,), expect="local: 12 images", slow=True),
+    # README: two models in one run (its models.toml, writing tables of their own here; a tiny CLIP folder for the user's).
+    "python -m runners.ray_job --input s3://my-bucket/images/ --models models.toml": Run(
+        needs=(MY_BUCKET,), before=f"{CLIP_FOLDER} && {TWO_MODELS_TOML}", expect="output: s3://my-bucket/vectors-two/", slow=True),
+    # README and docs/output.md: tonight's plan with a rollout sized to a window (no table yet: a sample measured here).
+    DRY_RUN: Run(needs=(MY_BUCKET,), expect="score new: 1 file, 12 images"),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --table-format delta "
+    "--incremental --rollout-time 3h --dry-run --price-per-hour 32.77": Run(needs=(MY_BUCKET,), expect="score new: 1 file, 12 images", slow=True),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+    "--table-format delta --rollout-time 3h": Run(needs=(MY_BUCKET,), small={"/preds-delta/": "/preds-window/"},
+                                                  expect="ray: 12 images", slow=True),
+    "python -m runners.capacity --images 50000000 --deadline 6h --instance p5.48xlarge": Run(expect="8 GPUs x 24 vCPU"),
+    "python -m runners.history s3://my-bucket/preds-delta/ --plot nights.png": Run(
+        needs=("python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+               "--table-format delta",), expect="(new 12)", slow=True),
+    "python -m benchmarks.multi_model_bench --set photos --images 128": Run(small={"--images 128": "--images 4"},
+                                                                          expect="one run of both"),
     # docs/capacity.md: a cluster sized from the shipped rates (offline, under a second); the nights of README's Iceberg table.
     "python -m runners.capacity --images 500000000 --deadline 6h --engine ray --instance p5.48xlarge --write-deploy "
     "./sized": Run(expect="shipped rates: ResNet50 eager bf16 batch 256 alone on one H100"),
@@ -141,6 +163,12 @@ RUNS: dict[str, Run] = {
     "python -m benchmarks.rollout_bench --files 10000 --rollout-files 100": Run(
         small={"--files 10000 --rollout-files 100": "--files 40 --rollout-files 4 --root /tmp/rollout_bench"},
         expect="a rollout night re-scored 4", slow=True),
+    CAL_IMAGES: Run(small={"--images 500": "--images 8"}),
+    "python -m runners.capacity --images 500 --calibrate-seconds 5 --engine local --input /tmp/cal/in --weights random "
+    "--calibrate --calibration /tmp/cal/calibrations.json": Run(needs=(CAL_IMAGES,), small={"--calibrate-seconds 5": "--calibrate-seconds 1"},
+                                                                expect="calibration kept in"),
+    "python -m runners.local_job --weights random --input /tmp/cal/in --workers 1 --output /tmp/cal/out": Run(
+        needs=(CAL_IMAGES,), expect="local: 8 images"),
     "python -m benchmarks.plan_bench --files 1000,10000,50000": Run(
         small={"--files 1000,10000,50000": "--files 20 --repeats 1 --root /tmp/plan_bench"}, expect="ms a file"),
     "python -m benchmarks.listing_bench": Run(
@@ -214,6 +242,19 @@ RUNS: dict[str, Run] = {
 
 SKIPS: dict[str, Skip] = {
     "python -m benchmarks.preprocess_bench": NAMED_IN_PROSE,  # the fast path's section names it; its run is in RUNS
+    "python -m benchmarks.multi_model_bench": NAMED_IN_PROSE,
+    "python -m benchmarks.multi_model_bench --set decode-bound --images 96 --results benchmarks/results/multi_model.jsonl": Skip(
+        "96 4000x3000 JPEGs, three runs (minutes on 2 cores); the photos command runs the same code, CI-sized"),
+    "python -m benchmarks.multi_model_bench --set decode-bound --images 96 --engine ray --results "
+    "benchmarks/results/multi_model.jsonl": Skip("the decode-bound set on Ray (minutes on 2 cores); the photos command runs "
+                                                  "the same code, CI-sized"),
+    "python -m benchmarks.multi_model_bench --set photos --images 128 --results benchmarks/results/multi_model.jsonl": Skip(
+        "the photos command without --results runs the same code, CI-sized"),
+    "python -m benchmarks.multi_model_bench --set photos --engine ray --images 65536": Skip(
+        "65,536 images on Ray (over an hour on 2 cores); the photos command runs the same code, CI-sized"),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --models models.toml --incremental": Skip(
+        "README's --models command runs the same file; tests/integration/test_several_*.py run --incremental nights of "
+        "several models on every engine"),
     "python -m runners.capacity": NAMED_IN_PROSE,  # docs/capacity.md's first lines name the two commands
     "python -m runners.history OUTPUT": NAMED_IN_PROSE,
     SAMPLE_RAY: Skip("README's first command ends in it and runs it (TRY_IT)"),

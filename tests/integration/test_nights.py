@@ -97,7 +97,7 @@ def test_history_prints_a_line_a_night_with_dollars_and_the_rollout(table, capsy
     for line, record in zip(lines, records):
         assert record["dollars"] > 0 and line.split("  ")[5] == ("<$0.01" if record["dollars"] < 0.01 else f"${record['dollars']:,.2f}")
     assert f"scored {4 * ROWS_PER_FILE} (new {4 * ROWS_PER_FILE})" in lines[0] and " UTC  local  " in lines[0]
-    assert f"(new {ROWS_PER_FILE}, rollout {2 * ROWS_PER_FILE})" in lines[1] and "rollout: 3 of 5 files" in lines[1]
+    assert f"(new {ROWS_PER_FILE}, rollout {2 * ROWS_PER_FILE})" in lines[1] and "rollout: 3 files of 5 (9 of 15 images) on resnet18" in lines[1]
     assert records[1]["dollars"] == pytest.approx(3.6 * second["timeline"]["wall_seconds"] / 3600, abs=1e-4)
     assert "start-up" in lines[1] and "images/s whole run" in lines[1]
 
