@@ -20,7 +20,8 @@ from inference.dtypes import EMBEDDING_DTYPES, PRECISIONS
 from inference.errors import WeightsError
 from job.config import DRY_RUNS, EMBEDDINGS_CHOICES, ICEBERG_CATALOGS, TABLE_FORMATS, JobConfig
 from job.config import parse_duration
-from job.errors import EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command
+from job.errors import (EXIT_INTERRUPTED, EXIT_STOPPED, DataError, JobError, StoppedError, hand_ctrl_c_to_the_command,
+                        ignore_ctrl_c_from_now)
 from job.input.objects import DEFAULT_PER_PART
 from job.several.entries import ENTRY_FIELDS, SHARED_DEFAULTS, entry_configs, read_entries
 from inference.weights import OWN_WEIGHTS
@@ -353,6 +354,7 @@ def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str]
         print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
         return EXIT_DATA if isinstance(e, DataError) else EXIT_STOPPED if isinstance(e, StoppedError) else EXIT_USAGE
     except KeyboardInterrupt:
+        ignore_ctrl_c_from_now()  # a library's clean-up may have put a Python handler back: none must outlive the line
         print("interrupted" + (f": {interrupted_hint}" if interrupted_hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0

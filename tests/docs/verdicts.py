@@ -256,6 +256,7 @@ SKIPS: dict[str, Skip] = {
         "README's --models command runs the same file; tests/integration/test_several_*.py run --incremental nights of "
         "several models on every engine"),
     "python -m runners.capacity": NAMED_IN_PROSE,  # docs/capacity.md's first lines name the two commands
+    "python -m runners.capacity --calibrate": NAMED_IN_PROSE,  # BENCHMARKS.md's capacity section names it; its run is in RUNS
     "python -m runners.history OUTPUT": NAMED_IN_PROSE,
     SAMPLE_RAY: Skip("README's first command ends in it and runs it (TRY_IT)"),
     "python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r tests/deploy/requirements-checkov.txt": Skip(
