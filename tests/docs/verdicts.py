@@ -166,7 +166,7 @@ RUNS: dict[str, Run] = {
     CAL_IMAGES: Run(small={"--images 500": "--images 8"}),
     "python -m runners.capacity --images 500 --calibrate-seconds 5 --engine local --input /tmp/cal/in --weights random "
     "--calibrate --calibration /tmp/cal/calibrations.json": Run(needs=(CAL_IMAGES,), small={"--calibrate-seconds 5": "--calibrate-seconds 1"},
-                                                                expect="calibration kept in"),
+                                                                expect="calibration kept in", slow=True),
     "python -m runners.local_job --weights random --input /tmp/cal/in --workers 1 --output /tmp/cal/out": Run(
         needs=(CAL_IMAGES,), expect="local: 8 images"),
     "python -m benchmarks.plan_bench --files 1000,10000,50000": Run(
