@@ -28,10 +28,10 @@ A, B = ["--arch", "resnet50"], ["--arch", "resnet18"]
 
 def run_once(folder: str, rollout_files: int, table_format: str) -> dict:
     """The first night and one rollout night on ``folder``, in this process; the rollout night's figures."""
-    import job.steps
     import job.night.check
     import job.night.finish
     import job.night.held
+    import job.steps
     from benchmarks.standin_model import install
     from runners import local_job
 

@@ -281,8 +281,8 @@ def _rgb(text: str) -> tuple[float, float, float]:
 
 
 def duration(text: str) -> float:
-    """``3h``, ``90m``, ``1h30m``, ``45s`` or ``3600`` (seconds) -> seconds (``job.config.parse_duration``); argparse's one line
-    otherwise."""
+    """``3h``, ``90m``, ``1h30m``, ``45s`` or ``3600`` (seconds) -> seconds (``job.config.parse_duration``); argparse's
+    one line otherwise."""
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -354,7 +354,7 @@ def run_main(main: Callable[[Sequence[str] | None], object], argv: Sequence[str]
         print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
         return EXIT_DATA if isinstance(e, DataError) else EXIT_STOPPED if isinstance(e, StoppedError) else EXIT_USAGE
     except KeyboardInterrupt:
-        ignore_ctrl_c_from_now()  # a library's clean-up may have put a Python handler back: none must outlive the line
+        ignore_ctrl_c_from_now()
         print("interrupted" + (f": {interrupted_hint}" if interrupted_hint else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0

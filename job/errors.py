@@ -85,13 +85,12 @@ def interrupt_once(signum: int, frame: object) -> None:
     if _interrupted.is_set():
         return
     _interrupted.set()
-    ignore_ctrl_c_from_now()
     raise KeyboardInterrupt
 
 
 def ignore_ctrl_c_from_now() -> None:
-    """Once a Ctrl-C is being answered, the later ones are ignored by the OS itself, through the interpreter's exit:
-    its finalisation puts a Python handler (ours, or one a library put back) to the default, which a late Ctrl-C would
-    die of (exit -2, a C++ ``terminate`` from threads torn down), after the one line was printed."""
+    """Once a command has answered a Ctrl-C (``job.cli.run_main``), the later ones are ignored by the OS itself, through
+    the interpreter's exit: its finalisation puts any Python handler (``interrupt_once``) back to the default, which a
+    late Ctrl-C would die of (exit -2, after the one line was printed)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)

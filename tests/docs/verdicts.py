@@ -78,8 +78,6 @@ MLFLOW_PETS = f"python -c \"{MODEL_SOURCES}m.mlflow_registered(Path('.').absolut
 TWO_MODELS_TOML = ("echo 'models = [{model = \"resnet50\", weights = \"imagenet\", output = \"s3://my-bucket/preds-two/\"}, "
                    "{model = \"hf:./clip-vit-base-patch32\", embeddings = \"only\", output = \"s3://my-bucket/vectors-two/\"}]' "
                    "> models.toml")
-DRY_RUN = ("python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
-           "--table-format delta --rollout-time 3h --dry-run")
 UPLOAD_PETS_37 = "python -c \"import boto3; boto3.client('s3').upload_file('pets-37.pt', 'my-bucket', 'models/pets-37.pt')\""
 
 # In the order they run: a command's `needs` come before it.
@@ -140,7 +138,8 @@ RUNS: dict[str, Run] = {
     "python -m runners.ray_job --input s3://my-bucket/images/ --models models.toml": Run(
         needs=(MY_BUCKET,), before=f"{CLIP_FOLDER} && {TWO_MODELS_TOML}", expect="output: s3://my-bucket/vectors-two/", slow=True),
     # README and docs/output.md: tonight's plan with a rollout sized to a window (no table yet: a sample measured here).
-    DRY_RUN: Run(needs=(MY_BUCKET,), expect="score new: 1 file, 12 images"),
+    "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
+    "--table-format delta --rollout-time 3h --dry-run": Run(needs=(MY_BUCKET,), expect="score new: 1 file, 12 images"),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --table-format delta "
     "--incremental --rollout-time 3h --dry-run --price-per-hour 32.77": Run(needs=(MY_BUCKET,), expect="score new: 1 file, 12 images", slow=True),
     "python -m runners.ray_job --input s3://my-bucket/images/ --output s3://my-bucket/preds-delta/ --incremental "
