@@ -13,13 +13,16 @@ Same preprocessing, model and output as the Ray, Spark and SageMaker jobs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
+import functools
 import os
 import pickle
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 
@@ -48,6 +51,9 @@ DEFAULT_START_METHOD = "spawn"
 # such an input the worker only delays the first prediction (the built-in sample: 3.6 s with one, 2.6 s without).
 WORKERS_FROM_ROWS = 1000
 WORKER_DIED = "DataLoader worker (pid"  # how torch's errors for a worker that died begin (its watchdog, its SIGCHLD handler)
+# How long a worker's exit waits for the batches it queued to be handed over (milliseconds each: the pixels copied into
+# shared memory, a handle sent). Its parent gives a stopping worker 5 s (torch's MP_STATUS_CHECK_INTERVAL), then SIGTERM.
+HAND_OVER_WAIT_S = 2.0
 
 
 class PlannedFiles(IterableDataset):
@@ -75,6 +81,8 @@ class PlannedFiles(IterableDataset):
             with open(self.plan_file, "rb") as f:
                 self.plan = pickle.load(f)
         worker = get_worker_info()
+        if worker is not None:
+            _hand_over_before_exit()
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
         recipes, groups = recipe_groups(self.runs) if len(self.runs) > 1 else ((), ())
         preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None,
@@ -87,6 +95,27 @@ class PlannedFiles(IterableDataset):
                     yield dataclasses.replace(batch, pixels=None), torch.from_numpy(batch.pixels)
                 else:
                     yield batch, None
+
+
+@functools.cache
+def _hand_over_before_exit() -> None:
+    """In a DataLoader worker, once: its interpreter's exit first lets the batches it queued be handed over.
+
+    A worker told to stop (a Ctrl-C, a failed batch) exits without waiting for its queue's feeder thread, which
+    torch's worker loop cancels the join of. That thread, still in torch's C++ as the interpreter finalises (moving a
+    batch's pixels into shared memory, freeing them once sent), is unwound through frames that cannot be unwound: the
+    worker aborts ("terminate called without an active exception"; "killed by signal: Aborted" in the driver's
+    words, when it still listens). Exit hooks run before that point, and the thread ends once its queue is closed.
+    """
+    atexit.register(_join_queue_feeders, HAND_OVER_WAIT_S)
+
+
+def _join_queue_feeders(timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` in all for this process's ``multiprocessing`` queue feeder threads to end."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread.name == "QueueFeederThread":  # multiprocessing.queues.Queue._start_thread names it so
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def run_locally(job: Job, args: argparse.Namespace) -> EngineRun:

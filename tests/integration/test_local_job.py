@@ -191,3 +191,35 @@ def test_a_worker_killed_as_it_starts_ends_the_run_in_one_line_and_frees_the_out
     assert code == 4 and "Traceback" not in text, text  # stopped part-way: --resume finishes the run
     assert text.rstrip().splitlines()[-1].startswith("error: DataLoader worker (pid") and "--workers" in text, text
     assert not (tmp_path / "out" / "_lease.json").exists()  # the next night is not refused
+
+
+def test_a_worker_stopped_while_it_hands_a_batch_over_exits_cleanly(tmp_path, capfd):
+    """A run that stops reading (a Ctrl-C, a failed batch) stops its worker mid-hand-over: the next batch, decoded, is on
+    its way to the queue, whose feeder thread moves the pixels into shared memory, then frees them once sent. A worker
+    that exits without waiting for that thread finalises its interpreter while the thread is still in torch's C++, and
+    aborts: every stop, with these batches, and stops under load with any."""
+    import gc
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    from job.config import JobConfig
+    from job.input.plan import InputFile, InputPlan
+    from job.sample.synthetic import write_dataset
+    from tests.common.plans import cpu_execution
+
+    write_dataset(resolve(str(tmp_path / "in")), synthetic_rows(512, "jpeg", (64, 48), seed=3), rows_per_file=512)
+    # Large batches (256 rows of 448x448) make the copy long, the worker's exit after its last hand-over short.
+    config = JobConfig(input=str(tmp_path / "in"), output=None, weights="random", resize=448, crop=448, batch_size=256)
+    (name,) = os.listdir(tmp_path / "in")
+    plan = InputPlan(resolve(str(tmp_path / "in")), (InputFile(str(tmp_path / "in" / name), 512),), "id", "image", False)
+    files = local_job.PlannedFiles(plan, config, cpu_execution(config), None)
+    for _ in range(3):
+        batches = iter(DataLoader(files, batch_size=None, num_workers=1, prefetch_factor=2,
+                                  multiprocessing_context=torch.multiprocessing.get_context("spawn")))
+        batch, pixels = next(batches)  # the worker is decoding the second batch
+        assert pixels.shape == (256, 448, 448, 3) and not any(batch.errors)
+        del batches, batch, pixels  # stopped: the worker hands the second batch over, then exits
+        gc.collect()
+    err = capfd.readouterr().err
+    assert "terminate called" not in err and "Aborted" not in err, err

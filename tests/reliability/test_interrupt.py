@@ -35,8 +35,9 @@ def interrupted_once_running(module: str, tmp_path, *argv: str, times: int = 1) 
     return code, log.read_text()
 
 
-# What a clean-up cut short or left to the interpreter's exit prints: torch's C++ threads torn down by a second Ctrl-C,
-# multiprocessing's tracker finding shared memory (semaphores, queues) its process did not release.
+# What a clean-up cut short or left to the interpreter's exit prints: a thread still in torch's C++ as an interpreter
+# finalises (the driver's model call, a worker's queue), multiprocessing's tracker finding shared memory (semaphores,
+# queues) its process did not release.
 LEFT_BEHIND = ("Traceback", "ERROR", "terminate called", "resource_tracker")
 
 
