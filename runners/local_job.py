@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
-import functools
 import os
 import pickle
 import signal
@@ -25,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from multiprocessing.context import BaseContext
 
 import torch
 import torch.multiprocessing
@@ -81,8 +81,6 @@ class PlannedFiles(IterableDataset):
             with open(self.plan_file, "rb") as f:
                 self.plan = pickle.load(f)
         worker = get_worker_info()
-        if worker is not None:
-            _hand_over_before_exit()
         shard = range(len(self.plan.files)) if worker is None else range(worker.id, len(self.plan.files), worker.num_workers)
         recipes, groups = recipe_groups(self.runs) if len(self.runs) > 1 else ((), ())
         preprocess = Preprocess(self.config, self.execution, self.feedback.poll if self.feedback is not None else None,
@@ -97,9 +95,22 @@ class PlannedFiles(IterableDataset):
                     yield batch, None
 
 
-@functools.cache
-def _hand_over_before_exit() -> None:
-    """In a DataLoader worker, once: its interpreter's exit first lets the batches it queued be handed over.
+def loader_for(files: PlannedFiles, workers: int, context: BaseContext, pin_memory: bool) -> DataLoader:
+    """The DataLoader the engine runs ``files`` through: ``workers`` processes started by ``context`` (none: the main
+    process reads), each with its batches handed over before it exits."""
+    return DataLoader(
+        files,
+        batch_size=None,  # the dataset yields whole batches
+        num_workers=workers,
+        pin_memory=pin_memory,
+        multiprocessing_context=context if workers else None,
+        prefetch_factor=PREFETCH_BATCHES if workers else None,
+        worker_init_fn=_hand_over_before_exit,
+    )
+
+
+def _hand_over_before_exit(worker_id: int) -> None:
+    """Each DataLoader worker, as it starts: its interpreter's exit first lets the batches it queued be handed over.
 
     A worker told to stop (a Ctrl-C, a failed batch) exits without waiting for its queue's feeder thread, which
     torch's worker loop cancels the join of. That thread, still in torch's C++ as the interpreter finalises (moving a
@@ -157,14 +168,8 @@ def _run(job: Job, args: argparse.Namespace, workers: int, plan_file: str | None
     context = torch.multiprocessing.get_context(args.start_method)
     # --decode auto: the workers' routers read the model's word from shared memory.
     feedback = SharedFeedback(context) if job.execution.auto_adapts else None
-    loader = DataLoader(
-        PlannedFiles(job.pending, job.config, job.execution, feedback, plan_file, job.runs),
-        batch_size=None,  # the dataset yields whole batches
-        num_workers=workers,
-        pin_memory=job.execution.device == "cuda",
-        multiprocessing_context=context if workers else None,
-        prefetch_factor=PREFETCH_BATCHES if workers else None,
-    )
+    loader = loader_for(PlannedFiles(job.pending, job.config, job.execution, feedback, plan_file, job.runs), workers,
+                        context, pin_memory=job.execution.device == "cuda")
     # The workers start first: each spends a second or more importing in a fresh interpreter, which the main
     # process's model build overlaps instead of preceding.
     batches = _started(loader)

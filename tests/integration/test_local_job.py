@@ -201,7 +201,6 @@ def test_a_worker_stopped_while_it_hands_a_batch_over_exits_cleanly(tmp_path, ca
     import gc
 
     import torch
-    from torch.utils.data import DataLoader
 
     from job.config import JobConfig
     from job.input.plan import InputFile, InputPlan
@@ -215,8 +214,7 @@ def test_a_worker_stopped_while_it_hands_a_batch_over_exits_cleanly(tmp_path, ca
     plan = InputPlan(resolve(str(tmp_path / "in")), (InputFile(str(tmp_path / "in" / name), 512),), "id", "image", False)
     files = local_job.PlannedFiles(plan, config, cpu_execution(config), None)
     for _ in range(3):
-        batches = iter(DataLoader(files, batch_size=None, num_workers=1, prefetch_factor=2,
-                                  multiprocessing_context=torch.multiprocessing.get_context("spawn")))
+        batches = iter(local_job.loader_for(files, 1, torch.multiprocessing.get_context("spawn"), pin_memory=False))
         batch, pixels = next(batches)  # the worker is decoding the second batch
         assert pixels.shape == (256, 448, 448, 3) and not any(batch.errors)
         del batches, batch, pixels  # stopped: the worker hands the second batch over, then exits
